@@ -1,0 +1,103 @@
+"""aiocoord: asyncio-native distributed coordination on Apache ZooKeeper."""
+
+from ._exceptions import APIError as APIError
+from ._exceptions import AuthFailedError as AuthFailedError
+from ._exceptions import BadArgumentsError as BadArgumentsError
+from ._exceptions import BadVersionError as BadVersionError
+from ._exceptions import ClientClosedError as ClientClosedError
+from ._exceptions import ConnectionLossError as ConnectionLossError
+from ._exceptions import CoordinationError as CoordinationError
+from ._exceptions import CorruptValueError as CorruptValueError
+from ._exceptions import DataTooLargeError as DataTooLargeError
+from ._exceptions import InvalidACLError as InvalidACLError
+from ._exceptions import InvalidPathError as InvalidPathError
+from ._exceptions import NoAuthError as NoAuthError
+from ._exceptions import NoChildrenForEphemeralsError as NoChildrenForEphemeralsError
+from ._exceptions import NodeExistsError as NodeExistsError
+from ._exceptions import NoNodeError as NoNodeError
+from ._exceptions import NotEmptyError as NotEmptyError
+from ._exceptions import NotReadOnlyError as NotReadOnlyError
+from ._exceptions import OperationTimeoutError as OperationTimeoutError
+from ._exceptions import SessionError as SessionError
+from ._exceptions import SessionExpiredError as SessionExpiredError
+from ._exceptions import SessionMovedError as SessionMovedError
+from ._exceptions import UnimplementedError as UnimplementedError
+from ._exceptions import ZooKeeperError as ZooKeeperError
+from ._session._client import Client as Client
+from ._session._client import StateChanges as StateChanges
+from ._session._client import Transaction as Transaction
+from ._session._client import connect as connect
+from ._session._retry import BoundedExponentialBackoff as BoundedExponentialBackoff
+from ._session._retry import ExponentialBackoff as ExponentialBackoff
+from ._session._retry import RetryForever as RetryForever
+from ._session._retry import RetryNTimes as RetryNTimes
+from ._session._retry import RetryPolicy as RetryPolicy
+from ._session._retry import RetryUntilElapsed as RetryUntilElapsed
+from ._session._state import ConnectionState as ConnectionState
+from ._session._state import ErrorPolicy as ErrorPolicy
+from ._session._state import SessionErrorPolicy as SessionErrorPolicy
+from ._session._state import StandardErrorPolicy as StandardErrorPolicy
+from ._session._watch import Watch as Watch
+from ._types import ACL as ACL
+from ._types import CREATOR_ALL_ACL as CREATOR_ALL_ACL
+from ._types import OPEN_ACL_UNSAFE as OPEN_ACL_UNSAFE
+from ._types import READ_ACL_UNSAFE as READ_ACL_UNSAFE
+from ._types import EventType as EventType
+from ._types import Perm as Perm
+from ._types import Stat as Stat
+from ._types import WatchEvent as WatchEvent
+from ._types import digest_acl as digest_acl
+from ._types import digest_id as digest_id
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "ACL",
+    "CREATOR_ALL_ACL",
+    "OPEN_ACL_UNSAFE",
+    "READ_ACL_UNSAFE",
+    "APIError",
+    "AuthFailedError",
+    "BadArgumentsError",
+    "BadVersionError",
+    "BoundedExponentialBackoff",
+    "Client",
+    "ClientClosedError",
+    "ConnectionLossError",
+    "ConnectionState",
+    "CoordinationError",
+    "CorruptValueError",
+    "DataTooLargeError",
+    "ErrorPolicy",
+    "EventType",
+    "ExponentialBackoff",
+    "InvalidACLError",
+    "InvalidPathError",
+    "NoAuthError",
+    "NoChildrenForEphemeralsError",
+    "NoNodeError",
+    "NodeExistsError",
+    "NotEmptyError",
+    "NotReadOnlyError",
+    "OperationTimeoutError",
+    "Perm",
+    "RetryForever",
+    "RetryNTimes",
+    "RetryPolicy",
+    "RetryUntilElapsed",
+    "SessionError",
+    "SessionErrorPolicy",
+    "SessionExpiredError",
+    "SessionMovedError",
+    "StandardErrorPolicy",
+    "Stat",
+    "StateChanges",
+    "Transaction",
+    "UnimplementedError",
+    "Watch",
+    "WatchEvent",
+    "ZooKeeperError",
+    "connect",
+    "digest_acl",
+    "digest_id",
+]

@@ -1,0 +1,266 @@
+"""The whole error hierarchy of aiocoord.
+
+Everything the library raises on purpose derives from :class:`CoordinationError`.
+ZooKeeper reply codes map to one class each (:func:`error_for_code`); the wire
+library's own exceptions never reach users.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "APIError",
+    "AuthFailedError",
+    "BadArgumentsError",
+    "BadVersionError",
+    "ClientClosedError",
+    "ConnectionLossError",
+    "CoordinationError",
+    "CorruptValueError",
+    "DataTooLargeError",
+    "InvalidACLError",
+    "InvalidPathError",
+    "NoAuthError",
+    "NoChildrenForEphemeralsError",
+    "NoNodeError",
+    "NodeExistsError",
+    "NotEmptyError",
+    "NotReadOnlyError",
+    "OperationTimeoutError",
+    "SessionError",
+    "SessionExpiredError",
+    "SessionMovedError",
+    "UnimplementedError",
+    "ZooKeeperError",
+    "error_for_code",
+]
+
+
+class CoordinationError(Exception):
+    """Root of every error aiocoord raises on purpose."""
+
+
+# --- session and connection -------------------------------------------------
+
+
+class SessionError(CoordinationError):
+    """The request could not complete because of the connection or the session."""
+
+
+class ConnectionLossError(SessionError):
+    """The connection to the server dropped.
+
+    ``sent`` tells whether the request had already been written to the server:
+    when it had, the server may or may not have applied it, and nobody can know
+    which without reading state back. aiocoord never re-sends such a request.
+    """
+
+    def __init__(self, message: str = "connection to ZooKeeper lost", *, sent: bool = False):
+        super().__init__(message)
+        self.sent = sent
+
+
+class SessionExpiredError(SessionError):
+    """The session ended on the server: its ephemeral nodes and watches are gone."""
+
+
+class ClientClosedError(SessionError):
+    """The client was closed by its owner."""
+
+
+class OperationTimeoutError(CoordinationError, TimeoutError):
+    """A deadline given to aiocoord (``timeout=``) passed before the work was done."""
+
+
+# --- input ------------------------------------------------------------------
+
+
+class InvalidPathError(CoordinationError, ValueError):
+    """A znode path breaks ZooKeeper's rules; nothing was sent."""
+
+    def __init__(self, path: object, reason: str):
+        super().__init__(f"invalid znode path {path!r}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class DataTooLargeError(CoordinationError, ValueError):
+    """Node data exceeds the configured limit; nothing was sent."""
+
+    def __init__(self, path: str, size: int, limit: int):
+        super().__init__(f"data for {path!r} is {size} bytes, over the limit of {limit}")
+        self.path = path
+        self.size = size
+        self.limit = limit
+
+
+class CorruptValueError(CoordinationError, ValueError):
+    """A node holds bytes that are not a valid value for the recipe reading it."""
+
+    def __init__(self, path: str, data: bytes, expected: str):
+        super().__init__(f"{path!r} holds {data[:32]!r} ({len(data)} bytes), not {expected}")
+        self.path = path
+        self.data = data
+
+
+# --- ZooKeeper reply codes --------------------------------------------------
+
+
+class ZooKeeperError(CoordinationError):
+    """The server answered a request with an error code.
+
+    ``path`` is the request's path (namespace removed) when it has one;
+    ``op_index`` is the position of the failing operation in a transaction.
+    """
+
+    code: int = 0
+    default_message = "ZooKeeper error"
+
+    def __init__(self, path: str | None = None, *, op_index: int | None = None):
+        self.path = path
+        self.op_index = op_index
+        text = self.default_message
+        if path is not None:
+            text = f"{text}: {path}"
+        if op_index is not None:
+            text = f"{text} (transaction operation {op_index})"
+        super().__init__(text)
+
+
+class SystemZooKeeperError(ZooKeeperError):
+    code = -1
+    default_message = "server system error"
+
+
+class RuntimeInconsistencyError(ZooKeeperError):
+    code = -2
+    default_message = "runtime inconsistency (an earlier operation of the transaction failed)"
+
+
+class DataInconsistencyError(ZooKeeperError):
+    code = -3
+    default_message = "data inconsistency"
+
+
+class MarshallingError(ZooKeeperError):
+    code = -5
+    default_message = "marshalling error"
+
+
+class UnimplementedError(ZooKeeperError):
+    code = -6
+    default_message = "operation not implemented or not enabled on this server"
+
+
+class ServerOperationTimeoutError(ZooKeeperError):
+    code = -7
+    default_message = "server-side operation timeout"
+
+
+class BadArgumentsError(ZooKeeperError):
+    code = -8
+    default_message = "bad arguments"
+
+
+class APIError(ZooKeeperError):
+    code = -100
+    default_message = "API error"
+
+
+class NoNodeError(ZooKeeperError):
+    code = -101
+    default_message = "no such node"
+
+
+class NoAuthError(ZooKeeperError):
+    code = -102
+    default_message = "not authorized"
+
+
+class BadVersionError(ZooKeeperError):
+    code = -103
+    default_message = "version does not match"
+
+
+class NoChildrenForEphemeralsError(ZooKeeperError):
+    code = -108
+    default_message = "ephemeral nodes may not have children"
+
+
+class NodeExistsError(ZooKeeperError):
+    code = -110
+    default_message = "node already exists"
+
+
+class NotEmptyError(ZooKeeperError):
+    code = -111
+    default_message = "node has children"
+
+
+class InvalidACLError(ZooKeeperError):
+    code = -114
+    default_message = "invalid ACL"
+
+
+class AuthFailedError(ZooKeeperError):
+    code = -115
+    default_message = "authentication failed"
+
+
+class SessionMovedError(ZooKeeperError):
+    code = -118
+    default_message = "session moved to another server"
+
+
+class NotReadOnlyError(ZooKeeperError):
+    code = -119
+    default_message = "write refused: server is read-only"
+
+
+class RolledBackError(ZooKeeperError):
+    code = 0
+    default_message = "rolled back because another operation of the transaction failed"
+
+
+_CODES: dict[int, type[ZooKeeperError]] = {
+    cls.code: cls
+    for cls in (
+        SystemZooKeeperError,
+        RuntimeInconsistencyError,
+        DataInconsistencyError,
+        MarshallingError,
+        UnimplementedError,
+        ServerOperationTimeoutError,
+        BadArgumentsError,
+        APIError,
+        NoNodeError,
+        NoAuthError,
+        BadVersionError,
+        NoChildrenForEphemeralsError,
+        NodeExistsError,
+        NotEmptyError,
+        InvalidACLError,
+        AuthFailedError,
+        SessionMovedError,
+        NotReadOnlyError,
+        RolledBackError,
+    )
+}
+
+# Codes that describe the session rather than the request.
+CONNECTION_LOSS_CODE = -4
+SESSION_EXPIRED_CODE = -112
+
+
+def error_for_code(code: int, path: str | None = None, *, op_index: int | None = None) -> Exception:
+    """The exception for a ZooKeeper reply code (``code`` must not be 0 outside a transaction)."""
+    if code == CONNECTION_LOSS_CODE:
+        return ConnectionLossError(f"server reported connection loss for {path!r}", sent=True)
+    if code == SESSION_EXPIRED_CODE:
+        return SessionExpiredError(f"session expired (request on {path!r})")
+    cls = _CODES.get(code)
+    if cls is None:
+        error = ZooKeeperError(path, op_index=op_index)
+        error.code = code
+        error.args = (f"ZooKeeper error code {code}" + (f": {path}" if path else ""),)
+        return error
+    return cls(path, op_index=op_index)

@@ -1,0 +1,72 @@
+"""Znode path rules, checked before anything is sent.
+
+The rules are ZooKeeper's own (``PathUtils.validatePath``): absolute, no empty
+segment, no trailing slash, no ``.`` or ``..`` segment, and none of the code
+points the server refuses.
+"""
+
+from __future__ import annotations
+
+from ._exceptions import InvalidPathError
+
+__all__ = ["basename", "join", "parent", "validate_path"]
+
+
+def _bad_char(ch: str) -> bool:
+    c = ord(ch)
+    return (
+        c == 0
+        or 0x01 <= c <= 0x1F
+        or 0x7F <= c <= 0x9F
+        or 0xD800 <= c <= 0xF8FF
+        or 0xFFF0 <= c <= 0xFFFF
+    )
+
+
+def validate_path(path: object, *, sequential: bool = False) -> str:
+    """Return ``path`` if ZooKeeper would accept it, else raise.
+
+    A sequential create may end in ``/``: the server appends the counter, so
+    ``/queue/`` becomes ``/queue/0000000007``.
+    """
+    if not isinstance(path, str):
+        raise TypeError(f"znode path must be str, not {type(path).__name__}")
+    checked = path + "1" if sequential else path
+    if not checked:
+        raise InvalidPathError(path, "empty")
+    if checked[0] != "/":
+        raise InvalidPathError(path, "must start with '/'")
+    if len(checked) == 1:
+        return path
+    if checked[-1] == "/":
+        raise InvalidPathError(path, "must not end with '/'")
+    for segment in checked[1:].split("/"):
+        if not segment:
+            raise InvalidPathError(path, "empty segment ('//')")
+        if segment in (".", ".."):
+            raise InvalidPathError(path, f"relative segment {segment!r}")
+        for ch in segment:
+            if _bad_char(ch):
+                raise InvalidPathError(path, f"forbidden character U+{ord(ch):04X}")
+    return path
+
+
+def join(base: str, *parts: str) -> str:
+    """Join path segments with single slashes (``join("/a", "b")`` is ``/a/b``)."""
+    out = base.rstrip("/")
+    for part in parts:
+        part = part.strip("/")
+        if part:
+            out = f"{out}/{part}"
+    return out or "/"
+
+
+def parent(path: str) -> str:
+    """The parent of an absolute path (``/`` for a top-level node)."""
+    head = path.rsplit("/", 1)[0]
+    return head or "/"
+
+
+def basename(path: str) -> str:
+    """The last segment of a path."""
+    return path.rsplit("/", 1)[1]

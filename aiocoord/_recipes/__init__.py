@@ -1,0 +1,1 @@
+"""Layer 2: recipes, built on the client's public surface only."""

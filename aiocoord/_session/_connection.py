@@ -1,0 +1,227 @@
+"""One TCP (or TLS) connection to one ZooKeeper server.
+
+An :class:`asyncio.Protocol` rather than streams: frames are cut out of the
+receive buffer in one pass per read, and requests written in the same loop
+iteration leave in one ``write``. Nothing here retries or reconnects: when the
+socket closes, every request in flight fails with a ConnectionLossError that
+says it was sent, and the session manager decides what happens next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from .._exceptions import ConnectionLossError, error_for_code
+from . import _zk
+
+__all__ = ["Connection", "open_connection"]
+
+log = logging.getLogger("aiocoord.connection")
+
+ReplyHook = Callable[[int], None]
+EventHandler = Callable[[bytes], None]
+ClosedHandler = Callable[["Connection"], None]
+
+
+class _Pending:
+    __slots__ = ("future", "hook", "op")
+
+    def __init__(self, op: _zk.Op, future: asyncio.Future[Any], hook: ReplyHook | None):
+        self.op = op
+        self.future = future
+        self.hook = hook
+
+
+class Connection(asyncio.Protocol):
+    """Framing, request/reply matching and the session handshake for one socket."""
+
+    def __init__(self, on_event: EventHandler, on_closed: ClosedHandler) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._on_event = on_event
+        self._on_closed = on_closed
+        self._transport: asyncio.Transport | None = None
+        self._buffer = bytearray()
+        self._pending: dict[int, _Pending] = {}
+        self._special: dict[int, deque[asyncio.Future[int]]] = {
+            _zk.XID_AUTH: deque(),
+            _zk.XID_SET_WATCHES: deque(),
+        }
+        self._next_xid = 1
+        self._outbox: list[bytes] = []
+        self._flush_scheduled = False
+        self._handshake: asyncio.Future[_zk.ConnectReply] = self._loop.create_future()
+        self.closed: asyncio.Future[None] = self._loop.create_future()
+        self.last_recv = time.monotonic()
+        self.last_send = self.last_recv
+        self.last_zxid = 0
+        self.peer: tuple[str, int] = ("", 0)
+
+    # --- asyncio.Protocol -------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        peer = transport.get_extra_info("peername")
+        if peer:
+            self.peer = (str(peer[0]), int(peer[1]))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._transport = None
+        pending, self._pending = self._pending, {}
+        for item in pending.values():
+            if not item.future.done():
+                item.future.set_exception(ConnectionLossError(sent=True))
+        for queue in self._special.values():
+            while queue:
+                waiter = queue.popleft()
+                if not waiter.done():
+                    waiter.set_exception(ConnectionLossError(sent=True))
+        if not self._handshake.done():
+            self._handshake.set_exception(ConnectionLossError("closed during handshake"))
+            self._handshake.exception()
+        if not self.closed.done():
+            self.closed.set_result(None)
+        self._on_closed(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.last_recv = time.monotonic()
+        buffer = self._buffer
+        buffer += data
+        end = len(buffer)
+        offset = 0
+        try:
+            while end - offset >= 4:
+                (size,) = _zk.SIZE.unpack_from(buffer, offset)
+                stop = offset + 4 + size
+                if stop > end:
+                    break
+                frame = bytes(buffer[offset + 4 : stop])
+                offset = stop
+                if self._handshake.done():
+                    self._dispatch(frame)
+                else:
+                    self._handshake.set_result(_zk.parse_connect_reply(frame))
+        except Exception:
+            log.exception("malformed frame from %s:%s; dropping the connection", *self.peer)
+            self.abort()
+        finally:
+            if offset:
+                del buffer[:offset]
+
+    # --- replies ------------------------------------------------------------
+
+    def _dispatch(self, frame: bytes) -> None:
+        xid, zxid, err = _zk.REPLY_HEADER.unpack_from(frame, 0)
+        if zxid > 0:
+            self.last_zxid = zxid
+        if xid == _zk.XID_WATCH_EVENT:
+            self._on_event(frame)
+            return
+        if xid == _zk.XID_PING:
+            return
+        special = self._special.get(xid)
+        if special is not None:
+            waiter = special.popleft()
+            if not waiter.done():
+                waiter.set_result(err)
+            return
+        item = self._pending.pop(xid, None)
+        if item is None:
+            raise RuntimeError(f"reply for unknown xid {xid}")
+        future = item.future
+        if future.done():  # the caller gave up waiting
+            return
+        if item.hook is not None:
+            item.hook(err)
+        if err:
+            future.set_exception(error_for_code(err, item.op.path))
+        else:
+            try:
+                future.set_result(item.op.decode(frame[_zk.REPLY_HEADER.size :]))
+            except Exception as error:
+                future.set_exception(error)
+
+    # --- sending --------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        return self._transport is not None and not self._transport.is_closing()
+
+    def _send(self, frame: bytes) -> None:
+        if not self.is_open:
+            raise ConnectionLossError("connection is closed", sent=False)
+        self._outbox.append(frame)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        outbox, self._outbox = self._outbox, []
+        if self._transport is not None and outbox:
+            self._transport.write(b"".join(outbox) if len(outbox) > 1 else outbox[0])
+            self.last_send = time.monotonic()
+
+    def submit(self, op: _zk.Op, hook: ReplyHook | None = None) -> asyncio.Future[Any]:
+        """Send ``op``; the future resolves with its decoded reply or its error.
+
+        ``hook`` runs with the reply's error code before the future resolves
+        and before any later frame is read: the place to register a watch.
+        """
+        xid = self._next_xid
+        self._next_xid = xid + 1 if xid < 0x7FFFFFFF else 1
+        self._send(op.frame(xid))
+        future: asyncio.Future[Any] = self._loop.create_future()
+        self._pending[xid] = _Pending(op, future, hook)
+        return future
+
+    def send_special(self, xid: int, frame: bytes) -> asyncio.Future[int]:
+        """Send an auth or set-watches frame; the future gets the reply's error code."""
+        self._send(frame)
+        waiter: asyncio.Future[int] = self._loop.create_future()
+        self._special[xid].append(waiter)
+        return waiter
+
+    def send_ping(self) -> None:
+        self._send(_zk.ping_frame())
+
+    def send_connect(
+        self, last_zxid: int, timeout_ms: int, session_id: int, password: bytes, read_only: bool
+    ) -> asyncio.Future[_zk.ConnectReply]:
+        """Send the session handshake; requests may be pipelined right behind it."""
+        self.last_zxid = last_zxid
+        self._send(_zk.connect_frame(last_zxid, timeout_ms, session_id, password, read_only))
+        return self._handshake
+
+    def abort(self) -> None:
+        if self._transport is not None:
+            self._transport.abort()
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._flush()
+            self._transport.close()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+
+async def open_connection(
+    host: str,
+    port: int,
+    on_event: EventHandler,
+    on_closed: ClosedHandler,
+    ssl_context: ssl.SSLContext | None,
+) -> Connection:
+    loop = asyncio.get_running_loop()
+    _transport, protocol = await loop.create_connection(
+        lambda: Connection(on_event, on_closed), host, port, ssl=ssl_context
+    )
+    return protocol

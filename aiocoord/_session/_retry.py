@@ -1,0 +1,137 @@
+"""Retry policies: how often and how long to retry an operation cut by the connection.
+
+A policy only answers "may attempt N+1 happen, and after what pause?". The loop
+that uses it (:func:`call_with_retry`) retries session-level failures
+(connection loss, session expiry) and nothing else: a NoNode or BadVersion is an
+answer, not an accident.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import anyio
+
+from .._exceptions import ClientClosedError, ConnectionLossError, SessionError
+
+__all__ = [
+    "BoundedExponentialBackoff",
+    "ExponentialBackoff",
+    "RetryForever",
+    "RetryNTimes",
+    "RetryPolicy",
+    "RetryUntilElapsed",
+    "call_with_retry",
+    "is_retryable",
+]
+
+T = TypeVar("T")
+
+
+class RetryPolicy:
+    """Base class: ``delay(attempt, elapsed)`` returns the pause before the next try or None."""
+
+    def delay(self, attempt: int, elapsed: float) -> float | None:
+        """``attempt`` counts the failures so far (1 after the first); ``elapsed`` is seconds."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class ExponentialBackoff(RetryPolicy):
+    """Up to ``max_retries`` retries, each pause a random multiple of ``base_sleep``
+    that doubles in range with every attempt (Curator's ExponentialBackoffRetry)."""
+
+    base_sleep: float = 0.01
+    max_retries: int = 10
+    max_sleep: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0 or self.base_sleep < 0:
+            raise ValueError("max_retries and base_sleep must be >= 0")
+
+    def delay(self, attempt: int, elapsed: float) -> float | None:
+        if attempt > self.max_retries:
+            return None
+        factor = random.randint(1, 1 << min(attempt, 30))
+        return min(self.base_sleep * factor, self.max_sleep)
+
+
+@dataclass(frozen=True)
+class BoundedExponentialBackoff(ExponentialBackoff):
+    """Exponential backoff whose pauses never exceed ``max_sleep`` (required here)."""
+
+    base_sleep: float = 0.01
+    max_sleep: float = 1.0
+    max_retries: int = 10
+
+
+@dataclass(frozen=True)
+class RetryNTimes(RetryPolicy):
+    """Retry ``n`` times with a fixed pause."""
+
+    n: int
+    sleep: float = 0.01
+
+    def delay(self, attempt: int, elapsed: float) -> float | None:
+        return self.sleep if attempt <= self.n else None
+
+
+@dataclass(frozen=True)
+class RetryUntilElapsed(RetryPolicy):
+    """Retry with a fixed pause until ``max_elapsed`` seconds have passed since the first try."""
+
+    max_elapsed: float
+    sleep: float = 0.01
+
+    def delay(self, attempt: int, elapsed: float) -> float | None:
+        if elapsed + self.sleep > self.max_elapsed:
+            return None
+        return self.sleep
+
+
+@dataclass(frozen=True)
+class RetryForever(RetryPolicy):
+    """Retry without end (bound it with the caller's deadline)."""
+
+    sleep: float = 0.01
+
+    def delay(self, attempt: int, elapsed: float) -> float | None:
+        return self.sleep
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Connection loss and session expiry are retried; a closed client is not."""
+    return isinstance(error, SessionError) and not isinstance(error, ClientClosedError)
+
+
+async def call_with_retry(
+    policy: RetryPolicy,
+    operation: Callable[[], Awaitable[T]],
+    *,
+    retry_if: Callable[[BaseException], bool] = is_retryable,
+) -> T:
+    """Run ``operation`` until it succeeds, fails for good, or ``policy`` gives up.
+
+    The last error is re-raised when the policy gives up. The caller's own
+    deadline (``anyio.fail_after``) bounds the whole loop, pauses included.
+    """
+    start = time.monotonic()
+    attempt = 0
+    while True:
+        try:
+            return await operation()
+        except Exception as error:
+            if not retry_if(error):
+                raise
+            attempt += 1
+            pause = policy.delay(attempt, time.monotonic() - start)
+            if pause is None:
+                raise
+            if isinstance(error, ConnectionLossError) and not error.sent:
+                # The request never left: nothing to be unsure about, retry at once.
+                pause = 0.0
+        await anyio.sleep(pause)

@@ -1,0 +1,431 @@
+"""The seam to aiozk: request records, reply decoding, protocol extensions.
+
+aiozk supplies ZooKeeper's jute records (``aiozk.protocol``). This module turns
+them into typed requests (:class:`Op`) whose replies decode straight into
+aiocoord's types, and adds the records aiozk lacks: TTL and container creates,
+``SetWatches2`` and ``addWatch``. No other module imports aiozk.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from aiozk import protocol as zp
+from aiozk.protocol.acl import ACL as _ZkACL
+from aiozk.protocol.acl import ID as _ZkID
+from aiozk.protocol.primitives import Int, Long, UString, Vector
+from aiozk.protocol.request import Request
+from aiozk.protocol.response import Response
+
+from .._exceptions import error_for_code
+from .._types import ACL, EventType, Perm, Stat
+
+# --- opcodes and special xids (ZooKeeper's ZooDefs.OpCode) -----------------
+
+OP_CREATE: Final = 1
+OP_DELETE: Final = 2
+OP_EXISTS: Final = 3
+OP_GET_DATA: Final = 4
+OP_SET_DATA: Final = 5
+OP_GET_ACL: Final = 6
+OP_SET_ACL: Final = 7
+OP_SYNC: Final = 9
+OP_PING: Final = 11
+OP_GET_CHILDREN2: Final = 12
+OP_CHECK: Final = 13
+OP_MULTI: Final = 14
+OP_CREATE2: Final = 15
+OP_CREATE_CONTAINER: Final = 19
+OP_CREATE_TTL: Final = 21
+OP_AUTH: Final = 100
+OP_SET_WATCHES: Final = 101
+OP_SET_WATCHES2: Final = 105
+OP_ADD_WATCH: Final = 106
+OP_CLOSE: Final = -11
+
+XID_WATCH_EVENT: Final = -1
+XID_PING: Final = -2
+XID_AUTH: Final = -4
+XID_SET_WATCHES: Final = -8
+
+# Create modes (ZooKeeper's CreateMode flag values).
+MODE_PERSISTENT: Final = 0
+MODE_EPHEMERAL: Final = 1
+MODE_SEQUENTIAL: Final = 2
+MODE_CONTAINER: Final = 4
+MODE_TTL: Final = 5
+MODE_TTL_SEQUENTIAL: Final = 6
+
+# addWatch modes.
+ADD_WATCH_PERSISTENT: Final = 0
+ADD_WATCH_PERSISTENT_RECURSIVE: Final = 1
+
+NO_NODE_CODE: Final = -101
+
+_SIZE = struct.Struct("!i")
+_REPLY_HEADER = struct.Struct("!iqi")
+_EVENT_HEAD = struct.Struct("!iii")
+_MULTI_HEADER = struct.Struct("!i?i")
+_INT = struct.Struct("!i")
+_STAT = struct.Struct("!qqqqiiiqiiq")
+
+REPLY_HEADER = _REPLY_HEADER
+SIZE = _SIZE
+
+
+# --- records aiozk lacks ----------------------------------------------------
+
+
+class _CreateContainerRequest(Request):  # type: ignore[misc]
+    opcode = OP_CREATE_CONTAINER
+    parts = zp.Create2Request.parts
+
+
+class _CreateContainerResponse(Response):  # type: ignore[misc]
+    # Registering the reply class lets multi replies that contain a container
+    # create decode through aiozk's cross-reference as well.
+    opcode = OP_CREATE_CONTAINER
+    parts = zp.Create2Response.parts
+
+
+class _CreateTTLRequest(Request):  # type: ignore[misc]
+    opcode = OP_CREATE_TTL
+    parts = (*zp.Create2Request.parts, ("ttl", Long))
+
+
+class _CreateTTLResponse(Response):  # type: ignore[misc]
+    opcode = OP_CREATE_TTL
+    parts = zp.Create2Response.parts
+
+
+class _SetWatches2Request(Request):  # type: ignore[misc]
+    opcode = OP_SET_WATCHES2
+    parts = (
+        ("relative_zxid", Long),
+        ("data_watches", Vector.of(UString)),
+        ("exist_watches", Vector.of(UString)),
+        ("child_watches", Vector.of(UString)),
+        ("persistent_watches", Vector.of(UString)),
+        ("persistent_recursive_watches", Vector.of(UString)),
+    )
+
+
+class _AddWatchRequest(Request):  # type: ignore[misc]
+    opcode = OP_ADD_WATCH
+    parts = (("path", UString), ("mode", Int))
+
+
+# --- typed requests ---------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Op:
+    """One request ready to send: its record, and how to read its reply body."""
+
+    opcode: int
+    record: Any
+    path: str | None
+    """The caller's path (namespace removed), for error messages."""
+    decode: Callable[[bytes], Any]
+
+    def frame(self, xid: int) -> bytes:
+        body: bytes = self.record.serialize(xid)
+        return _SIZE.pack(len(body)) + body
+
+
+def _stat_from_part(part: Any) -> Stat:
+    return Stat(
+        part.created_zxid,
+        part.last_modified_zxid,
+        part.created,
+        part.modified,
+        part.version,
+        part.child_version,
+        part.acl_version,
+        part.ephemeral_owner,
+        part.data_length,
+        part.num_children,
+        part.last_modified_children,
+    )
+
+
+def _zk_acls(acls: Sequence[ACL]) -> list[Any]:
+    return [_ZkACL(perms=int(a.perms), id=_ZkID(scheme=a.scheme, id=a.id)) for a in acls]
+
+
+def _none(_body: bytes) -> None:
+    return None
+
+
+def _decoder(response_cls: Any, convert: Callable[[Any], Any]) -> Callable[[bytes], Any]:
+    def decode(body: bytes) -> Any:
+        return convert(response_cls.deserialize(body))
+
+    return decode
+
+
+_decode_create2 = _decoder(zp.Create2Response, lambda r: (r.path, _stat_from_part(r.stat)))
+_decode_get_data = _decoder(
+    zp.GetDataResponse, lambda r: (r.data if r.data is not None else b"", _stat_from_part(r.stat))
+)
+_decode_stat = _decoder(zp.ExistsResponse, lambda r: _stat_from_part(r.stat))
+_decode_children2 = _decoder(
+    zp.GetChildren2Response, lambda r: (list(r.children), _stat_from_part(r.stat))
+)
+_decode_sync = _decoder(zp.SyncResponse, lambda r: r.path)
+_decode_get_acl = _decoder(
+    zp.GetACLResponse,
+    lambda r: (
+        [ACL(Perm(a.perms), a.id.scheme, a.id.id) for a in r.acl],
+        _stat_from_part(r.stat),
+    ),
+)
+
+
+def create_op(
+    user_path: str,
+    server_path: str,
+    data: bytes,
+    acls: Sequence[ACL],
+    *,
+    ephemeral: bool,
+    sequential: bool,
+    container: bool,
+    ttl_ms: int | None,
+) -> Op:
+    """A create that answers with the new path and its Stat (``create2`` and kin)."""
+    fields = {"path": server_path, "data": data, "acl": _zk_acls(acls)}
+    if container:
+        record = _CreateContainerRequest(**fields, flags=MODE_CONTAINER)
+    elif ttl_ms is not None:
+        mode = MODE_TTL_SEQUENTIAL if sequential else MODE_TTL
+        record = _CreateTTLRequest(**fields, flags=mode, ttl=ttl_ms)
+    else:
+        flags = (MODE_EPHEMERAL if ephemeral else 0) | (MODE_SEQUENTIAL if sequential else 0)
+        record = zp.Create2Request(**fields, flags=flags)
+    return Op(record.opcode, record, user_path, _decode_create2)
+
+
+def delete_op(user_path: str, server_path: str, version: int) -> Op:
+    return Op(OP_DELETE, zp.DeleteRequest(path=server_path, version=version), user_path, _none)
+
+
+def exists_op(user_path: str, server_path: str, watch: bool) -> Op:
+    record = zp.ExistsRequest(path=server_path, watch=watch)
+    return Op(OP_EXISTS, record, user_path, _decode_stat)
+
+
+def get_data_op(user_path: str, server_path: str, watch: bool) -> Op:
+    record = zp.GetDataRequest(path=server_path, watch=watch)
+    return Op(OP_GET_DATA, record, user_path, _decode_get_data)
+
+
+def set_data_op(user_path: str, server_path: str, data: bytes, version: int) -> Op:
+    record = zp.SetDataRequest(path=server_path, data=data, version=version)
+    return Op(OP_SET_DATA, record, user_path, _decode_stat)
+
+
+def children_op(user_path: str, server_path: str, watch: bool) -> Op:
+    record = zp.GetChildren2Request(path=server_path, watch=watch)
+    return Op(OP_GET_CHILDREN2, record, user_path, _decode_children2)
+
+
+def sync_op(user_path: str, server_path: str) -> Op:
+    return Op(OP_SYNC, zp.SyncRequest(path=server_path), user_path, _decode_sync)
+
+
+def get_acl_op(user_path: str, server_path: str) -> Op:
+    return Op(OP_GET_ACL, zp.GetACLRequest(path=server_path), user_path, _decode_get_acl)
+
+
+def set_acl_op(user_path: str, server_path: str, acls: Sequence[ACL], version: int) -> Op:
+    record = zp.SetACLRequest(path=server_path, acl=_zk_acls(acls), version=version)
+    return Op(OP_SET_ACL, record, user_path, _decode_stat)
+
+
+def check_op(user_path: str, server_path: str, version: int) -> Op:
+    record = zp.CheckVersionRequest(path=server_path, version=version)
+    return Op(OP_CHECK, record, user_path, _none)
+
+
+def close_op() -> Op:
+    return Op(OP_CLOSE, zp.CloseRequest(), None, _none)
+
+
+def add_watch_op(user_path: str, server_path: str, recursive: bool) -> Op:
+    mode = ADD_WATCH_PERSISTENT_RECURSIVE if recursive else ADD_WATCH_PERSISTENT
+    return Op(OP_ADD_WATCH, _AddWatchRequest(path=server_path, mode=mode), user_path, _none)
+
+
+# --- multi ------------------------------------------------------------------
+
+
+def _read_string(body: bytes, offset: int) -> tuple[str, int]:
+    (size,) = _INT.unpack_from(body, offset)
+    offset += 4
+    return body[offset : offset + size].decode(), offset + size
+
+
+def _read_stat(body: bytes, offset: int) -> tuple[Stat, int]:
+    return Stat(*_STAT.unpack_from(body, offset)), offset + _STAT.size
+
+
+MultiResult = str | tuple[str, Stat] | Stat | None
+
+
+def multi_op(ops: Sequence[Op]) -> Op:
+    """A transaction; its reply decodes to per-operation results or raises.
+
+    A failed transaction raises the first real error (its ``op_index`` set);
+    the other operations report "rolled back" or "runtime inconsistency".
+    """
+    record = zp.TransactionRequest()
+    for op in ops:
+        record.add(op.record)
+    paths = [op.path for op in ops]
+
+    def decode(body: bytes) -> list[MultiResult]:
+        results: list[MultiResult] = []
+        failure: Exception | None = None
+        offset = 0
+        index = 0
+        while True:
+            op_type, done, _err = _MULTI_HEADER.unpack_from(body, offset)
+            offset += _MULTI_HEADER.size
+            if done:
+                break
+            if op_type == -1:
+                (code,) = _INT.unpack_from(body, offset)
+                offset += 4
+                # 0 marks an operation rolled back, -2 one never tried: both are
+                # consequences. The real cause is the one other code.
+                if code not in (0, -2) and failure is None:
+                    failure = error_for_code(code, paths[index], op_index=index)
+                results.append(None)
+            elif op_type == OP_CREATE:
+                path, offset = _read_string(body, offset)
+                results.append(path)
+            elif op_type in (OP_CREATE2, OP_CREATE_CONTAINER, OP_CREATE_TTL):
+                path, offset = _read_string(body, offset)
+                stat, offset = _read_stat(body, offset)
+                results.append((path, stat))
+            elif op_type == OP_SET_DATA:
+                stat, offset = _read_stat(body, offset)
+                results.append(stat)
+            else:  # delete, check: no body
+                results.append(None)
+            index += 1
+        if failure is not None:
+            raise failure
+        return results
+
+    return Op(OP_MULTI, record, None, decode)
+
+
+# --- session records ----------------------------------------------------------
+
+
+def connect_frame(
+    last_zxid: int, timeout_ms: int, session_id: int, password: bytes, read_only: bool
+) -> bytes:
+    record = zp.ConnectRequest(
+        protocol_version=0,
+        last_seen_zxid=last_zxid,
+        timeout=timeout_ms,
+        session_id=session_id,
+        password=password,
+        read_only=read_only,
+    )
+    body: bytes = record.serialize()
+    return _SIZE.pack(len(body)) + body
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectReply:
+    timeout_ms: int
+    session_id: int
+    password: bytes
+    read_only: bool
+
+
+def parse_connect_reply(body: bytes) -> ConnectReply:
+    reply, offset = zp.ConnectResponse.parse(body, 0)
+    # Servers since 3.4 append a read-only flag that aiozk's record omits.
+    read_only = len(body) > offset and body[offset] != 0
+    return ConnectReply(reply.timeout, reply.session_id, reply.password or b"", read_only)
+
+
+def ping_frame() -> bytes:
+    body: bytes = zp.PingRequest().serialize(XID_PING)
+    return _SIZE.pack(len(body)) + body
+
+
+def auth_frame(scheme: str, credential: bytes) -> bytes:
+    body: bytes = zp.AuthRequest(type=0, scheme=scheme, auth=credential).serialize(XID_AUTH)
+    return _SIZE.pack(len(body)) + body
+
+
+def set_watches_frames(
+    relative_zxid: int,
+    data: Sequence[str],
+    exist: Sequence[str],
+    child: Sequence[str],
+    persistent: Sequence[str] = (),
+    recursive: Sequence[str] = (),
+    *,
+    max_bytes: int = 128 * 1024,
+) -> list[bytes]:
+    """SetWatches records re-arming the given paths, split to stay under ``max_bytes``.
+
+    The server re-registers each watch and fires it at once when the node
+    changed after ``relative_zxid``: nothing that happened during the outage
+    is missed. ``SetWatches2`` is used only when persistent watches exist, so
+    servers before 3.6 keep working.
+    """
+    groups: list[list[list[str]]] = []
+    current: list[list[str]] = [[], [], [], [], []]
+    size = 0
+    for kind, paths in enumerate((data, exist, child, persistent, recursive)):
+        for path in paths:
+            cost = len(path.encode()) + 4
+            if size + cost > max_bytes and size:
+                groups.append(current)
+                current = [[], [], [], [], []]
+                size = 0
+            current[kind].append(path)
+            size += cost
+    if size:
+        groups.append(current)
+    frames = []
+    for d, e, c, p, r in groups:
+        if p or r:
+            record: Any = _SetWatches2Request(
+                relative_zxid=relative_zxid,
+                data_watches=d,
+                exist_watches=e,
+                child_watches=c,
+                persistent_watches=p,
+                persistent_recursive_watches=r,
+            )
+        else:
+            record = zp.SetWatchesRequest(
+                relative_zxid=relative_zxid, data_watches=d, exist_watches=e, child_watches=c
+            )
+        body: bytes = record.serialize(XID_SET_WATCHES)
+        frames.append(_SIZE.pack(len(body)) + body)
+    return frames
+
+
+def parse_event(body: bytes, offset: int) -> tuple[EventType | None, int, str]:
+    """(event type or None for a session event, keeper state, server path)."""
+    event_type, state, size = _EVENT_HEAD.unpack_from(body, offset)
+    start = offset + _EVENT_HEAD.size
+    path = body[start : start + size].decode() if size > 0 else ""
+    try:
+        kind: EventType | None = EventType(event_type)
+    except ValueError:
+        kind = None
+    return kind, state, path

@@ -1,0 +1,25 @@
+"""Test kit: real ZooKeeper servers and fault injection for tests of your own services.
+
+``ZooKeeperServer`` and ``ZooKeeperEnsemble`` launch real ZooKeeper processes
+from local jars; ``expire_session`` ends a client's session from the server
+side. The pytest plugin (installed with aiocoord) adds the fixtures
+``zookeeper``, ``zookeeper_ensemble``, ``private_zookeeper`` and ``coord``.
+"""
+
+from ._expire import drop_connection as drop_connection
+from ._expire import expire_session as expire_session
+from ._fourletter import four_letter_word as four_letter_word
+from ._server import ZooKeeperEnsemble as ZooKeeperEnsemble
+from ._server import ZooKeeperNotFoundError as ZooKeeperNotFoundError
+from ._server import ZooKeeperServer as ZooKeeperServer
+from ._server import find_zookeeper_classpath as find_zookeeper_classpath
+
+__all__ = [
+    "ZooKeeperEnsemble",
+    "ZooKeeperNotFoundError",
+    "ZooKeeperServer",
+    "drop_connection",
+    "expire_session",
+    "find_zookeeper_classpath",
+    "four_letter_word",
+]

@@ -1,0 +1,83 @@
+"""Fault injection on a client's session and connection.
+
+Expiry uses the same trick as Curator's test kit: a second connection presents
+the client's session id and password, then closes the session from there. The
+server ends the session at once; the client finds out when it reconnects.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import anyio
+
+from .._session import _zk
+from .._session._client import Client
+from .._session._connection import open_connection
+from .._session._state import ConnectionState
+
+__all__ = ["drop_connection", "expire_session"]
+
+
+async def _close_session(host: str, port: int, session_id: int, password: bytes) -> bool:
+    """Close a session from a second connection; False if the server did not confirm."""
+    conn = await open_connection(host, port, lambda _f: None, lambda _c: None, None)
+    try:
+        # The server drops the session's current connection when this one
+        # claims it, and a fast client reconnects and claims it back; sending
+        # the close right behind the handshake leaves it no room to do so.
+        handshake = conn.send_connect(0, 30_000, session_id, password, False)
+        closing = conn.submit(_zk.close_op())
+        closing.add_done_callback(lambda f: f.cancelled() or f.exception())
+        reply = await handshake
+        if reply.timeout_ms <= 0:
+            return True  # already expired
+        await closing
+        return True
+    except Exception:
+        return False
+    finally:
+        conn.close()
+
+
+async def expire_session(client: Client, *, timeout: float = 30.0, wait: bool = True) -> None:
+    """Expire ``client``'s current session on the server.
+
+    With ``wait`` (the default) return only once the client has reported
+    LOST and then connected with a new session, so the test can go on.
+    """
+    identity = client.client_id
+    if identity is None:
+        raise RuntimeError("the client has no session to expire")
+    session_id, password = identity
+    host, port = client.connected_to or client.hosts[0]
+    changes = client.state_changes()
+    try:
+        with anyio.fail_after(timeout):
+            for _attempt in itertools.count():
+                if await _close_session(host, port, session_id, password):
+                    break
+                await anyio.sleep(0.01)
+            if not wait:
+                return
+            seen_lost = False
+            async for state in changes:
+                if state is ConnectionState.LOST:
+                    seen_lost = True
+                elif seen_lost and state.is_connected:
+                    return
+    finally:
+        await changes.aclose()
+
+
+def drop_connection(client: Client) -> None:
+    """Cut the client's socket abruptly, as a network failure would.
+
+    The session stays alive on the server; the client reports SUSPENDED and
+    reconnects on its own. Requests in flight fail with
+    ``ConnectionLossError(sent=True)``.
+    """
+    conn = client._conn
+    if conn is None:
+        raise RuntimeError("the client is not connected")
+    conn.abort()

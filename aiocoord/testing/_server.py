@@ -1,0 +1,732 @@
+"""Throwaway ZooKeeper servers and ensembles on loopback, for tests.
+
+Each server is a real JVM in its own temp directory. The JVMs are always reaped: they
+die with the process that started them (``PR_SET_PDEATHSIG`` on Linux) and an
+``atexit`` hook kills any that are still running when the interpreter exits.
+"""
+
+# Timeouts here are the launcher's own bounded waits, not a caller's cancellation policy.
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from glob import glob
+from pathlib import Path
+from types import TracebackType
+
+import anyio
+
+from ._fourletter import four_letter_word
+
+__all__ = [
+    "ZooKeeperEnsemble",
+    "ZooKeeperNotFoundError",
+    "ZooKeeperServer",
+    "find_java",
+    "find_zookeeper_classpath",
+]
+
+HOST = "127.0.0.1"
+DEBIAN_JAVA_DIR = Path("/usr/share/java")
+SERVING_MODES = frozenset({"standalone", "leader", "follower", "observer"})
+_STANDALONE_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
+_QUORUM_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+_INSTALL_HINT = (
+    "install ZooKeeper: `make` installs Debian's `zookeeper` package "
+    "(apt-get install zookeeper default-jre-headless); or set ZOOKEEPER_HOME to an "
+    "unpacked Apache ZooKeeper release; or set AIOCOORD_ZK to the connect string of an "
+    "external ensemble to test against instead of launching servers"
+)
+_LOG_TAIL_LINES = 30
+
+
+class ZooKeeperNotFoundError(RuntimeError):
+    """ZooKeeper's jars or a ``java`` executable could not be found."""
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def find_zookeeper_classpath(*, log: bool = False) -> str:
+    """Return a Java classpath that runs a ZooKeeper server.
+
+    ``$ZOOKEEPER_HOME`` (an Apache release: ``*.jar`` and ``lib/*.jar``) wins; otherwise
+    Debian's jars in /usr/share/java are used, with slf4j-nop (silent) or, when *log*
+    is true, slf4j-simple (logs to stderr).
+    """
+    home = os.environ.get("ZOOKEEPER_HOME")
+    if home:
+        root = Path(home)
+        jars = sorted(glob(str(root / "*.jar"))) + sorted(glob(str(root / "lib" / "*.jar")))
+        if not any(Path(jar).name.startswith("zookeeper") for jar in jars):
+            raise ZooKeeperNotFoundError(
+                f"ZOOKEEPER_HOME={home!r} has no zookeeper*.jar in it or in its lib/; "
+                + _INSTALL_HINT
+            )
+        conf = root / "conf"
+        # conf/ holds the release's logging configuration (logback.xml / log4j.properties).
+        return os.pathsep.join([*jars, *([str(conf)] if conf.is_dir() else [])])
+    required = [DEBIAN_JAVA_DIR / "zookeeper.jar", DEBIAN_JAVA_DIR / "zookeeper-jute.jar"]
+    missing = [str(jar) for jar in required if not jar.is_file()]
+    if missing:
+        raise ZooKeeperNotFoundError(
+            f"ZooKeeper jars not found ({', '.join(missing)}); " + _INSTALL_HINT
+        )
+    bindings = (
+        ["slf4j-simple.jar", "slf4j-nop.jar"] if log else ["slf4j-nop.jar", "slf4j-simple.jar"]
+    )
+    binding = next((DEBIAN_JAVA_DIR / b for b in bindings if (DEBIAN_JAVA_DIR / b).is_file()), None)
+    # zookeeper.jar's manifest Class-Path pulls in slf4j-api, netty, jackson, ...
+    return os.pathsep.join(str(p) for p in [*required, *([binding] if binding else [])])
+
+
+def find_java() -> str:
+    """Return the ``java`` executable: ``$JAVA_HOME/bin/java``, else the one on PATH."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        candidate = Path(java_home) / "bin" / "java"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which("java")
+    if found is None:
+        raise ZooKeeperNotFoundError(
+            "no `java` executable (checked $JAVA_HOME/bin and PATH); " + _INSTALL_HINT
+        )
+    return found
+
+
+# ------------------------------------------------------------------- process registry
+
+# pid -> (process, pid of the Python process that started it). Only these are signalled.
+_LIVE_PROCS: dict[int, tuple[subprocess.Popen[bytes], int]] = {}
+# temp dirs we created -> pid of the Python process that created them.
+_OWNED_DIRS: dict[str, int] = {}
+
+
+def _cleanup_at_exit() -> None:
+    """Kill the JVMs and remove the temp dirs this process still owns."""
+    me = os.getpid()
+    procs = [proc for proc, owner in list(_LIVE_PROCS.values()) if owner == me]
+    for proc in procs:
+        with contextlib.suppress(OSError):
+            proc.kill()  # Popen.kill polls first, so it never signals a reaped pid
+    for proc in procs:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+    _LIVE_PROCS.clear()
+    for path, owner in list(_OWNED_DIRS.items()):
+        if owner == me:
+            shutil.rmtree(path, ignore_errors=True)
+    _OWNED_DIRS.clear()
+
+
+atexit.register(_cleanup_at_exit)
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _make_child_setup() -> Callable[[], None] | None:
+    """Build a ``preexec_fn`` that makes the child die with its parent (Linux only).
+
+    Note: the "parent" of ``PR_SET_PDEATHSIG`` is the *thread* that forked, so start
+    servers from a thread that outlives them (the event loop thread does).
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    parent = os.getpid()
+    sigkill = int(signal.SIGKILL)
+
+    def child_setup() -> None:
+        prctl(_PR_SET_PDEATHSIG, sigkill, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), sigkill)
+
+    return child_setup
+
+
+# ------------------------------------------------------------------------------ ports
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+@contextlib.contextmanager
+def _bound(port: int) -> Iterator[socket.socket]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind((HOST, port))
+        yield sock
+    finally:
+        sock.close()
+
+
+def _free_ports(count: int) -> list[int]:
+    """Pick *count* distinct free loopback ports.
+
+    Ports come from below the kernel's ephemeral range when possible: a client that
+    reconnects in a loop to a stopped server on an ephemeral port can, rarely, connect
+    to itself (TCP simultaneous open) and then hold the port the server restarts on.
+    Falls back to binding port 0.
+    """
+    low, _high = _ephemeral_range()
+    candidates_floor = 10000
+    ports: list[int] = []
+    with contextlib.ExitStack() as stack:
+        attempts = 0
+        while len(ports) < count:
+            attempts += 1
+            if low - candidates_floor > 1000 and attempts < 200:
+                port = random.randrange(candidates_floor, low)
+            else:
+                port = 0
+            if port in ports:
+                continue
+            try:
+                sock = stack.enter_context(_bound(port))
+            except OSError:
+                if port == 0:
+                    raise
+                continue
+            ports.append(sock.getsockname()[1])
+    return ports
+
+
+# ----------------------------------------------------------------------------- server
+
+
+class _Quorum:
+    """Shared state of an ensemble's members: their ports, allocated once for all."""
+
+    def __init__(self, members: list[ZooKeeperServer]) -> None:
+        self.members = members
+        self.allocated = False
+
+    def allocate(self) -> None:
+        if self.allocated:
+            return
+        ports = _free_ports(3 * len(self.members))
+        for i, member in enumerate(self.members):
+            member._port, member._peer_port, member._election_port = ports[3 * i : 3 * i + 3]
+        self.allocated = True
+
+    def server_lines(self) -> dict[str, str]:
+        return {
+            f"server.{m._myid}": f"{HOST}:{m._peer_port}:{m._election_port}" for m in self.members
+        }
+
+
+class ZooKeeperServer:
+    """A ZooKeeper server JVM on 127.0.0.1 with its own temp data dir.
+
+    ``async with ZooKeeperServer() as zk:`` starts it and waits until it serves; leaving
+    the block stops it and removes the data dir. In between, the server can be stopped,
+    killed, paused and restarted (same port and data, so sessions survive a restart).
+    """
+
+    def __init__(
+        self,
+        *,
+        port: int | None = None,
+        tick_time_ms: int = 500,
+        min_session_timeout_ms: int = 1000,
+        max_session_timeout_ms: int = 60000,
+        container_check_interval_ms: int = 1000,
+        extra_config: Mapping[str, str] | None = None,
+        jvm_args: Sequence[str] = (),
+        heap_mb: int = 256,
+        log: bool = False,
+    ) -> None:
+        if min_session_timeout_ms > max_session_timeout_ms:
+            raise ValueError("min_session_timeout_ms > max_session_timeout_ms")
+        self._port = port
+        self.tick_time_ms = tick_time_ms
+        self.min_session_timeout_ms = min_session_timeout_ms
+        self.max_session_timeout_ms = max_session_timeout_ms
+        self.container_check_interval_ms = container_check_interval_ms
+        self.extra_config: dict[str, str] = dict(extra_config or {})
+        self.jvm_args: tuple[str, ...] = tuple(jvm_args)
+        self.heap_mb = heap_mb
+        self.log = log
+        self._data_dir: Path | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._paused = False
+        self._closed = False
+        # Set by ZooKeeperEnsemble for quorum members.
+        self._quorum: _Quorum | None = None
+        self._myid = 0
+        self._peer_port = 0
+        self._election_port = 0
+
+    def __repr__(self) -> str:
+        kind = f"member {self._myid}" if self._quorum else "standalone"
+        state = "paused" if self.is_paused else "running" if self.is_running else "stopped"
+        return f"<ZooKeeperServer {kind} {HOST}:{self._port} pid={self.pid} {state}>"
+
+    # -- properties
+
+    @property
+    def host(self) -> str:
+        """Always 127.0.0.1."""
+        return HOST
+
+    @property
+    def port(self) -> int:
+        """The client port (picked on first use, kept across restarts)."""
+        if self._port is None:
+            if self._quorum is not None:
+                self._quorum.allocate()
+            else:
+                self._port = _free_ports(1)[0]
+        assert self._port is not None
+        return self._port
+
+    @property
+    def connect_string(self) -> str:
+        """``127.0.0.1:<port>``."""
+        return f"{HOST}:{self.port}"
+
+    @property
+    def myid(self) -> int | None:
+        """This member's id in its ensemble, or None for a standalone server."""
+        return self._myid if self._quorum is not None else None
+
+    @property
+    def data_dir(self) -> Path:
+        """The temp dir: ZooKeeper's dataDir, plus ``zoo.cfg`` and ``server.log``."""
+        if self._data_dir is None:
+            if self._closed:
+                raise RuntimeError(f"{self!r} is closed")
+            self._data_dir = Path(tempfile.mkdtemp(prefix="aiocoord-zk-"))
+            _OWNED_DIRS[str(self._data_dir)] = os.getpid()
+        return self._data_dir
+
+    @property
+    def log_path(self) -> Path:
+        """The server's stdout+stderr, appended to on every start."""
+        return self.data_dir / "server.log"
+
+    @property
+    def pid(self) -> int | None:
+        """PID of the running JVM, or None."""
+        return self._proc.pid if self.is_running and self._proc is not None else None
+
+    @property
+    def is_running(self) -> bool:
+        """True while the JVM process exists (also while paused)."""
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def is_paused(self) -> bool:
+        """True between :meth:`pause` and :meth:`resume`."""
+        return self._paused and self.is_running
+
+    # -- lifecycle
+
+    async def __aenter__(self) -> ZooKeeperServer:
+        try:
+            await self.start()
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def start(self, timeout: float = 30.0) -> None:
+        """Start (or restart) the JVM and wait until it serves clients.
+
+        Serving means ``ruok`` answers ``imok`` and ``srvr`` reports a mode; for an
+        ensemble member that needs a quorum. Raises RuntimeError (with the end of
+        ``server.log``) if the JVM exits, TimeoutError after *timeout* seconds.
+        """
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed")
+        if not self.is_running:
+            self._spawn()
+        await self._wait_serving(timeout)
+
+    def _spawn(self) -> None:
+        classpath = find_zookeeper_classpath(log=self.log)
+        java = find_java()
+        port = self.port
+        data_dir = self.data_dir
+        config: dict[str, str] = {
+            "tickTime": str(self.tick_time_ms),
+            "dataDir": str(data_dir),
+            "clientPort": str(port),
+            "clientPortAddress": HOST,
+            "minSessionTimeout": str(self.min_session_timeout_ms),
+            "maxSessionTimeout": str(self.max_session_timeout_ms),
+            "maxClientCnxns": "0",
+            "admin.enableServer": "false",
+            "4lw.commands.whitelist": "*",
+        }
+        if self._quorum is not None:
+            config |= {
+                "initLimit": "10",
+                "syncLimit": "5",
+                "reconfigEnabled": "false",
+                "standaloneEnabled": "false",
+                **self._quorum.server_lines(),
+            }
+            (data_dir / "myid").write_text(f"{self._myid}\n")
+        config |= self.extra_config
+        config_path = data_dir / "zoo.cfg"
+        config_path.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+        command = [
+            java,
+            "-Dzookeeper.extendedTypesEnabled=true",
+            f"-Dznode.container.checkIntervalMs={self.container_check_interval_ms}",
+            "-Dzookeeper.4lw.commands.whitelist=*",
+            "-Dzookeeper.admin.enableServer=false",
+            # Skip fsync: data still reaches the OS, so it survives the JVM being killed.
+            "-Dzookeeper.forceSync=no",
+            f"-Xmx{self.heap_mb}m",
+            "-XX:+UseSerialGC",
+            "-Djava.net.preferIPv4Stack=true",
+            *self.jvm_args,
+            "-cp",
+            classpath,
+            _QUORUM_MAIN if self._quorum is not None else _STANDALONE_MAIN,
+            str(config_path),
+        ]
+        with self.log_path.open("ab") as log:
+            log.write(f"==== {time.strftime('%H:%M:%S')} {' '.join(command)}\n".encode())
+            log.flush()
+            self._proc = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=data_dir,
+                start_new_session=True,
+                preexec_fn=_make_child_setup(),
+            )
+        self._paused = False
+        _LIVE_PROCS[self._proc.pid] = (self._proc, os.getpid())
+
+    async def _wait_serving(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last = "no answer yet"
+        while True:
+            proc = self._proc
+            if proc is None or proc.poll() is not None:
+                self._forget()
+                code = None if proc is None else proc.returncode
+                hint = "" if self.log else " (pass log=True for the server's own log)"
+                raise RuntimeError(
+                    f"ZooKeeper on {self.connect_string} exited (status {code}) while "
+                    f"starting; end of {self.log_path}{hint}:\n{self.log_tail()}"
+                )
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(
+                    f"ZooKeeper on {self.connect_string} not serving after {timeout:g}s "
+                    f"(last: {last}); end of {self.log_path}:\n{self.log_tail()}"
+                )
+            per_try = min(1.0, max(remaining, 0.05))
+            try:
+                answer = await four_letter_word(HOST, self.port, "ruok", timeout=per_try)
+                if answer.strip() != "imok":
+                    last = f"ruok -> {answer!r}"
+                else:
+                    info = await self.srvr(timeout=per_try)
+                    if info.get("Mode") in SERVING_MODES:
+                        return
+                    last = f"srvr -> {info.get('Mode') or info.get('', '')!r}"
+            except OSError as exc:
+                last = repr(exc)
+            await anyio.sleep(0.05)
+
+    async def stop(self, grace: float = 10.0) -> None:
+        """Stop gracefully: SIGTERM, then SIGKILL if it has not exited after *grace* s."""
+        with anyio.CancelScope(shield=True):
+            proc = self._proc
+            if proc is None or proc.poll() is not None:
+                self._forget()
+                return
+            proc.send_signal(signal.SIGTERM)
+            if self._paused:
+                proc.send_signal(signal.SIGCONT)  # a stopped process cannot act on SIGTERM
+            if not await self._wait_exit(grace):
+                proc.kill()
+                await self._wait_exit(None)
+            self._forget()
+
+    async def kill(self) -> None:
+        """Kill with SIGKILL (no shutdown at all) and wait until the process is gone."""
+        with anyio.CancelScope(shield=True):
+            proc = self._proc
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                await self._wait_exit(None)
+            self._forget()
+
+    def pause(self) -> None:
+        """Freeze the JVM (SIGSTOP): connections stay open but nothing is answered."""
+        proc = self._require_running()
+        proc.send_signal(signal.SIGSTOP)
+        self._paused = True
+
+    def resume(self) -> None:
+        """Unfreeze the JVM after :meth:`pause` (SIGCONT)."""
+        proc = self._require_running()
+        proc.send_signal(signal.SIGCONT)
+        self._paused = False
+
+    async def close(self) -> None:
+        """Stop the server and remove its data dir. Idempotent."""
+        with anyio.CancelScope(shield=True):
+            await self.stop()
+            self._closed = True
+            if self._data_dir is not None:
+                shutil.rmtree(self._data_dir, ignore_errors=True)
+                _OWNED_DIRS.pop(str(self._data_dir), None)
+
+    def _require_running(self) -> subprocess.Popen[bytes]:
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            raise RuntimeError(f"{self!r} is not running")
+        return proc
+
+    async def _wait_exit(self, timeout: float | None) -> bool:
+        proc = self._proc
+        if proc is None:
+            return True
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while proc.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            await anyio.sleep(0.01)
+        return True
+
+    def _forget(self) -> None:
+        """Drop a process that has exited (and been reaped) from the registry."""
+        proc = self._proc
+        if proc is not None and proc.poll() is not None:
+            _LIVE_PROCS.pop(proc.pid, None)
+            self._paused = False
+
+    # -- introspection
+
+    def log_tail(self, lines: int = _LOG_TAIL_LINES) -> str:
+        """The last *lines* lines of ``server.log``."""
+        try:
+            with self.log_path.open("rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - 64 * 1024))
+                text = f.read().decode("utf-8", errors="replace")
+        except OSError as exc:
+            return f"(cannot read log: {exc})"
+        return "\n".join(text.splitlines()[-lines:])
+
+    async def four_letter_word(self, word: str, *, timeout: float = 5.0) -> str:
+        """Send a four letter word (``ruok``, ``mntr``, ``cons``, ...) to this server."""
+        return await four_letter_word(HOST, self.port, word, timeout=timeout)
+
+    async def srvr(self, *, timeout: float = 5.0) -> dict[str, str]:
+        """The ``srvr`` answer as ``{"Mode": "leader", "Zxid": "0x...", ...}``.
+
+        Lines without ``Key: value`` (e.g. "This ZooKeeper instance is not currently
+        serving requests") are joined under the key ``""``.
+        """
+        text = await self.four_letter_word("srvr", timeout=timeout)
+        info: dict[str, str] = {}
+        other: list[str] = []
+        for line in text.splitlines():
+            key, sep, value = line.partition(":")
+            if sep and key.strip():
+                info[key.strip()] = value.strip()
+            elif line.strip():
+                other.append(line.strip())
+        if other:
+            info[""] = "\n".join(other)
+        return info
+
+    async def mode(self, *, timeout: float = 5.0) -> str:
+        """``"standalone"``, ``"leader"`` or ``"follower"``; RuntimeError if not serving."""
+        info = await self.srvr(timeout=timeout)
+        mode = info.get("Mode")
+        if mode is None:
+            raise RuntimeError(f"{self!r} is not serving: {info.get('', info)!r}")
+        return mode
+
+
+# --------------------------------------------------------------------------- ensemble
+
+
+class ZooKeeperEnsemble:
+    """A real ZooKeeper quorum of *size* JVMs on loopback.
+
+    ``members`` are :class:`ZooKeeperServer` objects with the usual controls (stop,
+    kill, pause, start again), so tests can take members down and bring them back.
+    """
+
+    def __init__(
+        self,
+        size: int = 3,
+        *,
+        tick_time_ms: int = 500,
+        min_session_timeout_ms: int = 1000,
+        max_session_timeout_ms: int = 60000,
+        container_check_interval_ms: int = 1000,
+        extra_config: Mapping[str, str] | None = None,
+        jvm_args: Sequence[str] = (),
+        heap_mb: int = 256,
+        log: bool = False,
+    ) -> None:
+        if size < 1:
+            raise ValueError("an ensemble needs at least one member")
+        self.members: list[ZooKeeperServer] = [
+            ZooKeeperServer(
+                tick_time_ms=tick_time_ms,
+                min_session_timeout_ms=min_session_timeout_ms,
+                max_session_timeout_ms=max_session_timeout_ms,
+                container_check_interval_ms=container_check_interval_ms,
+                extra_config=extra_config,
+                jvm_args=jvm_args,
+                heap_mb=heap_mb,
+                log=log,
+            )
+            for _ in range(size)
+        ]
+        self._quorum = _Quorum(self.members)
+        for myid, member in enumerate(self.members, start=1):
+            member._quorum = self._quorum
+            member._myid = myid
+
+    def __repr__(self) -> str:
+        return f"<ZooKeeperEnsemble {self.members!r}>"
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def __iter__(self) -> Iterator[ZooKeeperServer]:
+        return iter(self.members)
+
+    @property
+    def connect_string(self) -> str:
+        """All members' ``host:port``, comma-separated."""
+        return ",".join(m.connect_string for m in self.members)
+
+    async def __aenter__(self) -> ZooKeeperEnsemble:
+        try:
+            await self.start()
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def start(self, timeout: float = 60.0) -> None:
+        """Start all members concurrently; return once each is leader or follower."""
+        self._quorum.allocate()
+        errors: list[Exception] = []
+
+        async def start_one(member: ZooKeeperServer) -> None:
+            try:
+                await member.start(timeout)
+            except Exception as exc:
+                errors.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            for member in self.members:
+                tg.start_soon(start_one, member)
+        if errors:
+            # A crash explains more than the timeouts it causes in the other members.
+            raise next((e for e in errors if not isinstance(e, TimeoutError)), errors[0])
+
+    async def close(self) -> None:
+        """Stop every member and remove the data dirs. Idempotent."""
+        with anyio.CancelScope(shield=True):
+            async with anyio.create_task_group() as tg:
+                for member in self.members:
+                    tg.start_soon(member.close)
+
+    async def modes(self, *, timeout: float = 2.0) -> dict[int, str | None]:
+        """Each running, unpaused member's mode by myid (None: not serving/answering)."""
+        result: dict[int, str | None] = {}
+
+        async def query(member: ZooKeeperServer) -> None:
+            try:
+                result[member._myid] = await member.mode(timeout=timeout)
+            except (OSError, RuntimeError):
+                result[member._myid] = None
+
+        async with anyio.create_task_group() as tg:
+            for member in self._live_members():
+                tg.start_soon(query, member)
+        return result
+
+    async def leader(self, *, timeout: float = 30.0) -> ZooKeeperServer:
+        """The member whose ``srvr`` says leader, waiting up to *timeout* s for one."""
+        deadline = time.monotonic() + timeout
+        while True:
+            modes = await self.modes()
+            leaders = [myid for myid, mode in modes.items() if mode == "leader"]
+            if len(leaders) == 1:
+                return self.members[leaders[0] - 1]
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"no single leader after {timeout:g}s: modes {modes}")
+            await anyio.sleep(0.1)
+
+    async def followers(self) -> list[ZooKeeperServer]:
+        """The members whose ``srvr`` says follower right now."""
+        modes = await self.modes()
+        return [m for m in self.members if modes.get(m._myid) == "follower"]
+
+    async def wait_quorum(self, timeout: float = 30.0) -> ZooKeeperServer:
+        """Wait until one member leads and every running member serves; return the leader.
+
+        Paused members are ignored (they cannot answer).
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            modes = await self.modes()
+            leaders = [myid for myid, mode in modes.items() if mode == "leader"]
+            if len(leaders) == 1 and all(
+                mode in ("leader", "follower", "observer") for mode in modes.values()
+            ):
+                return self.members[leaders[0] - 1]
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"no quorum after {timeout:g}s: modes by myid {modes}")
+            await anyio.sleep(0.1)
+
+    def _live_members(self) -> list[ZooKeeperServer]:
+        return [m for m in self.members if m.is_running and not m.is_paused]

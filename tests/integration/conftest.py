@@ -1,0 +1,71 @@
+"""Helpers shared by the integration tests (fixtures come from aiocoord.testing)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+import pytest_asyncio
+
+import aiocoord
+from aiocoord import ConnectionState
+from aiocoord.testing._pytest_plugin import ZooKeeperTarget
+
+
+class StateLog:
+    """Records a client's state transitions and lets a test await one."""
+
+    def __init__(self, client: aiocoord.Client) -> None:
+        self.states: list[ConnectionState] = []
+        self._changed = asyncio.Event()
+        client.add_listener(self._on_state)
+
+    def _on_state(self, state: ConnectionState) -> None:
+        self.states.append(state)
+        self._changed.set()
+
+    async def wait_for(self, state: ConnectionState, *, count: int = 1) -> None:
+        while self.states.count(state) < count:
+            self._changed.clear()
+            await self._changed.wait()
+
+
+@pytest.fixture
+def state_log() -> Callable[[aiocoord.Client], StateLog]:
+    return StateLog
+
+
+@pytest_asyncio.fixture
+async def client_factory(
+    zookeeper: ZooKeeperTarget,
+) -> AsyncIterator[Callable[..., aiocoord.Client]]:
+    """Make more clients on the shared server, in the test's namespace; closed at teardown."""
+    made: list[aiocoord.Client] = []
+
+    def make(**kwargs: object) -> aiocoord.Client:
+        kwargs.setdefault("namespace", zookeeper.namespace)
+        client = aiocoord.connect(zookeeper.connect_string, **kwargs)  # type: ignore[arg-type]
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        await client.close()
+
+
+@pytest_asyncio.fixture(autouse=True)
+async def no_leaked_tasks(caplog: pytest.LogCaptureFixture) -> AsyncIterator[None]:
+    """Every test must end with no task of its own left running and no error logged."""
+    before = set(asyncio.all_tasks())
+    yield
+    errors = [r for r in caplog.get_records("call") if r.levelno >= logging.ERROR]
+    errors += [r for r in caplog.get_records("setup") if r.levelno >= logging.ERROR]
+    errors += [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not errors, [r.getMessage() for r in errors]
+    for _ in range(3):
+        await asyncio.sleep(0)
+    current = asyncio.current_task()
+    leaked = [t for t in asyncio.all_tasks() - before if t is not current and not t.done()]
+    assert not leaked, f"tasks left running: {leaked}"

@@ -1,0 +1,285 @@
+"""The session manager under faults: restarts, drops, silence, expiry, failover."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+
+import aiocoord
+from aiocoord import ConnectionLossError, ConnectionState, EventType, SessionExpiredError
+from aiocoord.testing import (
+    ZooKeeperEnsemble,
+    ZooKeeperServer,
+    drop_connection,
+    expire_session,
+)
+
+C, S, R, L = (
+    ConnectionState.CONNECTED,
+    ConnectionState.SUSPENDED,
+    ConnectionState.RECONNECTED,
+    ConnectionState.LOST,
+)
+
+pytestmark = pytest.mark.timeout(120)
+
+
+async def test_connect_then_close_leaves_nothing_behind(zookeeper) -> None:
+    client = aiocoord.connect(zookeeper.connect_string, namespace=zookeeper.namespace)
+    changes = client.state_changes()
+    async with client:
+        assert client.state is C and client.connected
+        assert client.client_id is not None and client.session_timeout == 10.0
+    assert client.closed and not client.connected
+    assert [s async for s in changes] == [C]
+    with pytest.raises(aiocoord.ClientClosedError):
+        await client.get("/")
+
+
+async def test_start_gives_up_when_no_server_answers() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, not listening: connections are refused
+        client = aiocoord.connect(f"127.0.0.1:{port}")
+        with pytest.raises(aiocoord.OperationTimeoutError):
+            await client.start(timeout=0.5)
+    assert client.closed
+
+
+async def test_server_restart_suspends_at_once_and_resumes_the_same_session(
+    private_zookeeper: ZooKeeperServer, state_log
+) -> None:
+    async with aiocoord.connect(private_zookeeper.connect_string) as client:
+        log = state_log(client)
+        session = client.session_id
+        await client.create("/mine", ephemeral=True)
+        await private_zookeeper.stop()
+        # Noticed from the closed socket, not from a heartbeat (which takes
+        # two thirds of the 10 s session timeout).
+        async with asyncio.timeout(1.0):
+            await log.wait_for(S)
+        await private_zookeeper.start()
+        async with asyncio.timeout(2.0):
+            await log.wait_for(R)
+        assert log.states == [S, R]
+        assert client.session_id == session
+        stat = await client.exists("/mine")
+        assert stat is not None and stat.ephemeral_owner == session
+
+
+async def test_request_made_while_suspended_waits_for_the_session(
+    private_zookeeper: ZooKeeperServer, state_log
+) -> None:
+    async with aiocoord.connect(private_zookeeper.connect_string) as client:
+        log = state_log(client)
+        await client.create("/n", b"v")
+        await private_zookeeper.stop()
+        await log.wait_for(S)
+        pending = asyncio.create_task(client.get("/n"))
+        await asyncio.sleep(0)
+        assert not pending.done()
+        await private_zookeeper.start()
+        data, _stat = await asyncio.wait_for(pending, 5)
+        assert data == b"v"
+
+
+async def test_request_in_flight_when_the_connection_drops_is_not_resent(
+    private_zookeeper: ZooKeeperServer, state_log
+) -> None:
+    async with aiocoord.connect(private_zookeeper.connect_string) as client:
+        log = state_log(client)
+        await client.create("/seq")
+        private_zookeeper.pause()
+        try:
+            create = asyncio.create_task(client.create("/seq/n-", sequential=True))
+            await asyncio.sleep(0.05)  # let the request leave
+            drop_connection(client)
+            with pytest.raises(ConnectionLossError) as info:
+                await create
+            assert info.value.sent
+        finally:
+            private_zookeeper.resume()
+        await log.wait_for(R)
+        # Whatever the server did with it, the client never sent it twice.
+        assert len(await client.children("/seq")) <= 1
+
+
+async def test_protected_create_finds_its_node_after_a_lost_reply(
+    private_zookeeper: ZooKeeperServer, state_log
+) -> None:
+    async with aiocoord.connect(private_zookeeper.connect_string) as client:
+        log = state_log(client)
+        await client.create("/p")
+        for round_ in range(3):
+            private_zookeeper.pause()
+            try:
+                create = asyncio.create_task(
+                    client.create("/p/lock-", ephemeral=True, sequential=True, protected=True)
+                )
+                await asyncio.sleep(0.05)
+                drop_connection(client)
+            finally:
+                private_zookeeper.resume()
+            made = await asyncio.wait_for(create, 10)
+            await log.wait_for(R, count=round_ + 1)
+            children = await client.children("/p")
+            assert made.rsplit("/", 1)[1] in children
+            await client.delete(made)
+            assert await client.children("/p") == []
+
+
+async def test_silent_server_is_detected_by_the_read_timeout(
+    private_zookeeper: ZooKeeperServer, state_log
+) -> None:
+    async with aiocoord.connect(private_zookeeper.connect_string, session_timeout=3) as client:
+        log = state_log(client)
+        session = client.session_id
+        private_zookeeper.pause()
+        try:
+            async with asyncio.timeout(3):  # read timeout is 2 s
+                await log.wait_for(S)
+        finally:
+            private_zookeeper.resume()
+        async with asyncio.timeout(5):
+            await log.wait_for(R)
+        assert client.session_id == session
+
+
+async def test_expired_session_reports_lost_then_a_new_session(
+    coord: aiocoord.Client, state_log
+) -> None:
+    log = state_log(coord)
+    old = coord.session_id
+    await coord.create("/eph", ephemeral=True)
+    _stat, watch = await coord.watch_exists("/eph")
+    await expire_session(coord)
+    # The killer connection may bump the client off and back on first (S, R).
+    assert log.states[-3:] == [S, L, C]
+    assert set(log.states[:-3]) <= {S, R}
+    assert coord.session_id not in (0, old)
+    with pytest.raises(SessionExpiredError):
+        await watch
+    assert coord.pending_watches == 0
+    assert await coord.exists("/eph") is None
+
+
+async def test_session_expires_on_the_client_clock_while_the_server_is_down(
+    private_zookeeper: ZooKeeperServer, state_log
+) -> None:
+    async with aiocoord.connect(private_zookeeper.connect_string, session_timeout=2) as client:
+        log = state_log(client)
+        old = client.session_id
+        await private_zookeeper.stop()
+        queued = asyncio.create_task(client.get("/"))
+        async with asyncio.timeout(10):
+            await log.wait_for(L)
+        with pytest.raises(SessionExpiredError):
+            await queued
+        await private_zookeeper.start()
+        async with asyncio.timeout(5):
+            await log.wait_for(C, count=1)
+        assert log.states == [S, L, C]
+        assert client.session_id not in (0, old)
+
+
+async def test_state_changes_iterator_sees_every_transition_in_order(
+    private_zookeeper: ZooKeeperServer,
+) -> None:
+    async with aiocoord.connect(private_zookeeper.connect_string) as client:
+        seen: list[ConnectionState] = []
+        async with client.state_changes() as changes:
+            for _ in range(2):
+                drop_connection(client)
+                async for state in changes:
+                    seen.append(state)
+                    if state is R:
+                        break
+            await expire_session(client)
+            async for state in changes:
+                seen.append(state)
+                if state is C:
+                    break
+        assert seen[:4] == [S, R, S, R]
+        assert seen[-2:] == [L, C]
+
+
+async def test_watches_of_every_kind_survive_a_reconnect(
+    private_zookeeper: ZooKeeperServer, state_log
+) -> None:
+    async with (
+        aiocoord.connect(private_zookeeper.connect_string) as watcher,
+        aiocoord.connect(private_zookeeper.connect_string) as writer,
+    ):
+        log = state_log(watcher)
+        await writer.create("/data", b"x")
+        await writer.create("/gone", b"x")
+        await writer.create("/parent")
+        _d, _s, data_watch = await watcher.watch_data("/data")
+        _d, _s, delete_watch = await watcher.watch_data("/gone")
+        _stat, exist_watch = await watcher.watch_exists("/born")
+        _names, _s, child_watch = await watcher.watch_children("/parent")
+        drop_connection(watcher)
+        await log.wait_for(R)
+        await writer.set("/data", b"y")
+        await writer.delete("/gone")
+        await writer.create("/born")
+        await writer.create("/parent/kid")
+        async with asyncio.timeout(5):
+            assert (await data_watch).type is EventType.CHANGED
+            assert (await delete_watch).type is EventType.DELETED
+            assert (await exist_watch).type is EventType.CREATED
+            assert (await child_watch).type is EventType.CHILD
+
+
+@pytest.mark.ensemble
+async def test_failover_keeps_the_session_and_its_watches(state_log) -> None:
+    async with (
+        ZooKeeperEnsemble(3) as ensemble,
+        aiocoord.connect(ensemble.connect_string) as client,
+        aiocoord.connect(ensemble.connect_string) as writer,
+    ):
+        log = state_log(client)
+        session = client.session_id
+        await client.create("/e", ephemeral=True)
+        await writer.create("/w", b"1")
+        _d, _s, watch = await client.watch_data("/w")
+        host = client.connected_to
+        assert host is not None
+        member = next(m for m in ensemble.members if m.port == host[1])
+        await member.kill()
+        async with asyncio.timeout(20):
+            await log.wait_for(R)
+        assert client.session_id == session
+        assert client.connected_to != host
+        await writer.retry(writer.set, "/w", b"2")
+        async with asyncio.timeout(10):
+            assert (await watch).type is EventType.CHANGED
+        assert await client.exists("/e") is not None
+
+
+@pytest.mark.ensemble
+async def test_changes_made_during_an_outage_fire_watches_on_reconnect(state_log) -> None:
+    async with ZooKeeperEnsemble(3) as ensemble:
+        lonely, *others = ensemble.members
+        rest = ",".join(m.connect_string for m in others)
+        async with (
+            aiocoord.connect(lonely.connect_string) as client,
+            aiocoord.connect(rest) as writer,
+        ):
+            log = state_log(client)
+            await writer.create("/w", b"1")
+            await writer.create("/x")
+            await client.sync("/w")
+            _d, _s, data_watch = await client.watch_data("/w")
+            _d, _s, delete_watch = await client.watch_data("/x")
+            await lonely.stop()
+            await log.wait_for(S)
+            await writer.set("/w", b"2")  # while the client cannot hear about it
+            await writer.delete("/x")
+            await lonely.start()
+            async with asyncio.timeout(20):
+                await log.wait_for(R)
+                assert (await data_watch).type is EventType.CHANGED
+                assert (await delete_watch).type is EventType.DELETED
