@@ -9,23 +9,40 @@ from ._exceptions import ConnectionLossError as ConnectionLossError
 from ._exceptions import CoordinationError as CoordinationError
 from ._exceptions import CorruptValueError as CorruptValueError
 from ._exceptions import DataTooLargeError as DataTooLargeError
+from ._exceptions import DeadlockError as DeadlockError
 from ._exceptions import InvalidACLError as InvalidACLError
 from ._exceptions import InvalidPathError as InvalidPathError
+from ._exceptions import LockLostError as LockLostError
 from ._exceptions import NoAuthError as NoAuthError
 from ._exceptions import NoChildrenForEphemeralsError as NoChildrenForEphemeralsError
 from ._exceptions import NodeExistsError as NodeExistsError
 from ._exceptions import NoNodeError as NoNodeError
 from ._exceptions import NotEmptyError as NotEmptyError
+from ._exceptions import NotOwnerError as NotOwnerError
 from ._exceptions import NotReadOnlyError as NotReadOnlyError
 from ._exceptions import OperationTimeoutError as OperationTimeoutError
+from ._exceptions import OwnershipError as OwnershipError
 from ._exceptions import SessionError as SessionError
 from ._exceptions import SessionExpiredError as SessionExpiredError
 from ._exceptions import SessionMovedError as SessionMovedError
+from ._exceptions import TTLNodesDisabledError as TTLNodesDisabledError
 from ._exceptions import UnimplementedError as UnimplementedError
 from ._exceptions import ZooKeeperError as ZooKeeperError
+from ._recipes._lease import Lease as Lease
+from ._recipes._lock import FencedTransaction as FencedTransaction
+from ._recipes._lock import HoldContext as HoldContext
+from ._recipes._lock import Mutex as Mutex
+from ._recipes._lock import Participant as Participant
+from ._recipes._lock import ReadWriteLock as ReadWriteLock
+from ._recipes._multilock import Lockable as Lockable
+from ._recipes._multilock import MultiLock as MultiLock
+from ._recipes._semaphore import Semaphore as Semaphore
+from ._recipes._semaphore import SemaphoreLease as SemaphoreLease
+from ._recipes._semaphore import SemaphoreMutex as SemaphoreMutex
+from ._session._batch import Pipeline as Pipeline
+from ._session._batch import Transaction as Transaction
 from ._session._client import Client as Client
 from ._session._client import StateChanges as StateChanges
-from ._session._client import Transaction as Transaction
 from ._session._client import connect as connect
 from ._session._retry import BoundedExponentialBackoff as BoundedExponentialBackoff
 from ._session._retry import ExponentialBackoff as ExponentialBackoff
@@ -68,23 +85,39 @@ __all__ = [
     "CoordinationError",
     "CorruptValueError",
     "DataTooLargeError",
+    "DeadlockError",
     "ErrorPolicy",
     "EventType",
     "ExponentialBackoff",
+    "FencedTransaction",
+    "HoldContext",
     "InvalidACLError",
     "InvalidPathError",
+    "Lease",
+    "LockLostError",
+    "Lockable",
+    "MultiLock",
+    "Mutex",
     "NoAuthError",
     "NoChildrenForEphemeralsError",
     "NoNodeError",
     "NodeExistsError",
     "NotEmptyError",
+    "NotOwnerError",
     "NotReadOnlyError",
     "OperationTimeoutError",
+    "OwnershipError",
+    "Participant",
     "Perm",
+    "Pipeline",
+    "ReadWriteLock",
     "RetryForever",
     "RetryNTimes",
     "RetryPolicy",
     "RetryUntilElapsed",
+    "Semaphore",
+    "SemaphoreLease",
+    "SemaphoreMutex",
     "SessionError",
     "SessionErrorPolicy",
     "SessionExpiredError",
@@ -92,6 +125,7 @@ __all__ = [
     "StandardErrorPolicy",
     "Stat",
     "StateChanges",
+    "TTLNodesDisabledError",
     "Transaction",
     "UnimplementedError",
     "Watch",

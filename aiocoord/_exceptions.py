@@ -17,18 +17,23 @@ __all__ = [
     "CoordinationError",
     "CorruptValueError",
     "DataTooLargeError",
+    "DeadlockError",
     "InvalidACLError",
     "InvalidPathError",
+    "LockLostError",
     "NoAuthError",
     "NoChildrenForEphemeralsError",
     "NoNodeError",
     "NodeExistsError",
     "NotEmptyError",
+    "NotOwnerError",
     "NotReadOnlyError",
     "OperationTimeoutError",
+    "OwnershipError",
     "SessionError",
     "SessionExpiredError",
     "SessionMovedError",
+    "TTLNodesDisabledError",
     "UnimplementedError",
     "ZooKeeperError",
     "error_for_code",
@@ -69,6 +74,33 @@ class ClientClosedError(SessionError):
 
 class OperationTimeoutError(CoordinationError, TimeoutError):
     """A deadline given to aiocoord (``timeout=``) passed before the work was done."""
+
+
+# --- ownership ----------------------------------------------------------------
+
+
+class OwnershipError(CoordinationError):
+    """Something that must be held (a lock, a lease, leadership) is not held."""
+
+
+class NotOwnerError(OwnershipError):
+    """The caller does not hold what it tried to use or release.
+
+    Locks are owned by the asyncio task that acquired them: another task of
+    the same process is not the owner.
+    """
+
+
+class LockLostError(OwnershipError):
+    """A lock or lease was lost while held (session loss, per the error policy, or expiry)."""
+
+    def __init__(self, path: str, reason: str = "the session was lost"):
+        super().__init__(f"lost the lock on {path!r}: {reason}")
+        self.path = path
+
+
+class DeadlockError(CoordinationError, RuntimeError):
+    """The request could never be granted (upgrading a read lock to the write lock)."""
 
 
 # --- input ------------------------------------------------------------------
@@ -149,6 +181,15 @@ class MarshallingError(ZooKeeperError):
 class UnimplementedError(ZooKeeperError):
     code = -6
     default_message = "operation not implemented or not enabled on this server"
+
+
+class TTLNodesDisabledError(UnimplementedError):
+    """The server refuses TTL nodes: start it with ``-Dzookeeper.extendedTypesEnabled=true``."""
+
+    default_message = (
+        "TTL nodes are disabled on this server (start it with "
+        "-Dzookeeper.extendedTypesEnabled=true)"
+    )
 
 
 class ServerOperationTimeoutError(ZooKeeperError):

@@ -39,14 +39,15 @@ from .._exceptions import (
     OperationTimeoutError,
     SessionExpiredError,
 )
-from .._types import ACL, OPEN_ACL_UNSAFE, Stat, WatchEvent
+from .._types import ACL, OPEN_ACL_UNSAFE, EventType, Stat, WatchEvent
 from . import _zk
+from ._batch import Pipeline, Transaction
 from ._connection import Connection, open_connection
 from ._retry import BoundedExponentialBackoff, RetryPolicy, call_with_retry
 from ._state import ConnectionState, ErrorPolicy, StandardErrorPolicy
 from ._watch import Watch, WatchKind, WatchRegistry
 
-__all__ = ["Client", "StateChanges", "Transaction", "connect"]
+__all__ = ["Client", "StateChanges", "connect", "protected_marker"]
 
 log = logging.getLogger("aiocoord")
 
@@ -58,6 +59,12 @@ DEFAULT_MAX_DATA_SIZE = 1024 * 1024 - 1
 
 PROTECTED_PREFIX = "_c_"
 """Marks a protected node name (``_c_<uuid>-<name>``), as Curator's protection mode does."""
+
+
+def protected_marker() -> str:
+    """A fresh ``_c_<uuid>-`` prefix for a protected node name."""
+    return f"{PROTECTED_PREFIX}{uuid.uuid4()}-"
+
 
 _MAX_BACKOFF = 0.5
 _CLOSE_TIMEOUT = 2.0
@@ -216,6 +223,7 @@ class Client:
         self._closed = False
         self._fatal: BaseException | None = None
         self._suspended_at: float | None = None
+        self._deferred_events: list[tuple[EventType, str]] | None = None
         self._host_index = random.randrange(len(self._hosts))
 
     # --- lifecycle ------------------------------------------------------------
@@ -465,18 +473,32 @@ class Client:
                     self._password = _ZERO_PASSWORD
                     return None
                 resumed = reply.session_id == self._session_id and not self._session_lost
+                # Events that re-armed watches fire during priming; hold them
+                # until the state says RECONNECTED, so that whoever wakes on
+                # one sees a connected client.
+                self._deferred_events = []
                 await self._prime(conn, resumed)
         except (OSError, TimeoutError, ConnectionLossError) as error:
             log.debug("connecting to %s:%s failed: %r", host, port, error)
             if conn is not None:
                 conn.abort()
+            self._flush_deferred_events()
             return None
         except AuthFailedError:
             if conn is not None:
                 conn.abort()
+            self._flush_deferred_events()
             raise
         self._establish(conn, reply, resumed)
+        self._flush_deferred_events()
         return conn
+
+    def _flush_deferred_events(self) -> None:
+        # Fired even when priming failed: the server consumed those watches, and
+        # the next re-arm (from a newer zxid) would not report the change again.
+        events, self._deferred_events = self._deferred_events, None
+        for event_type, server_path in events or ():
+            self._watches.fire(event_type, server_path, self._user_path(server_path))
 
     async def _prime(self, conn: Connection, resumed: bool) -> None:
         """Authenticate and (for a resumed session) re-arm watches before any request."""
@@ -566,6 +588,9 @@ class Client:
         event_type, _state, server_path = _zk.parse_event(frame, _zk.REPLY_HEADER.size)
         if event_type is None:
             return
+        if self._deferred_events is not None:
+            self._deferred_events.append((event_type, server_path))
+            return
         self._watches.fire(event_type, server_path, self._user_path(server_path))
 
     # --- request plumbing -------------------------------------------------------
@@ -638,6 +663,68 @@ class Client:
 
     # --- operations -------------------------------------------------------------
 
+    def _create_request(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        acl: Sequence[ACL] | None,
+        ephemeral: bool,
+        sequential: bool,
+        container: bool,
+        ttl: float | None,
+    ) -> _zk.Op:
+        """Validate a create and build its request (shared with transactions and pipelines)."""
+        _paths.validate_path(path, sequential=sequential)
+        value = _check_data(path, data, self.max_data_size)
+        if sum((ephemeral, container, ttl is not None)) > 1:
+            raise ValueError("ephemeral, container and ttl exclude each other")
+        if container and sequential:
+            raise ValueError("a container node cannot be sequential")
+        ttl_ms: int | None = None
+        if ttl is not None:
+            ttl_ms = int(ttl * 1000)
+            if ttl_ms <= 0:
+                raise ValueError("ttl must be positive")
+        if path == "/":
+            raise ValueError("the root node always exists")
+        acls = tuple(acl) if acl is not None else self._default_acl
+        return _zk.create_op(
+            path,
+            self._server_path(path),
+            value,
+            acls,
+            ephemeral=ephemeral,
+            sequential=sequential,
+            container=container,
+            ttl_ms=ttl_ms,
+        )
+
+    def _set_request(self, path: str, data: bytes, version: int) -> _zk.Op:
+        _paths.validate_path(path)
+        value = _check_data(path, data, self.max_data_size)
+        return _zk.set_data_op(path, self._server_path(path), value, _check_version(version))
+
+    def _delete_request(self, path: str, version: int) -> _zk.Op:
+        _paths.validate_path(path)
+        return _zk.delete_op(path, self._server_path(path), _check_version(version))
+
+    def _check_request(self, path: str, version: int) -> _zk.Op:
+        _paths.validate_path(path)
+        return _zk.check_op(path, self._server_path(path), _check_version(version))
+
+    def _get_request(self, path: str) -> _zk.Op:
+        _paths.validate_path(path)
+        return _zk.get_data_op(path, self._server_path(path), False)
+
+    def _exists_request(self, path: str) -> _zk.Op:
+        _paths.validate_path(path)
+        return _zk.exists_op(path, self._server_path(path), False)
+
+    def _children_request(self, path: str) -> _zk.Op:
+        _paths.validate_path(path)
+        return _zk.children_op(path, self._server_path(path), False)
+
     async def create(
         self,
         path: str,
@@ -649,6 +736,7 @@ class Client:
         container: bool = False,
         ttl: float | None = None,
         make_parents: bool = False,
+        container_parents: bool = False,
         protected: bool = False,
     ) -> str:
         """Create a node; return its path (with the sequence suffix, if sequential).
@@ -656,9 +744,9 @@ class Client:
         ``container`` nodes are removed by the server once their last child goes;
         ``ttl`` (seconds) makes a persistent node the server removes when it has
         had no children and no change for that long (needs TTL nodes enabled).
-        ``make_parents`` creates missing ancestors (as containers when
-        ``container`` is set). ``protected`` survives a lost reply: see
-        :meth:`create_with_stat`.
+        ``make_parents`` creates missing ancestors, as containers with
+        ``container_parents`` (which implies it). ``protected`` survives a lost
+        reply: see :meth:`create_with_stat`.
         """
         created, _stat = await self.create_with_stat(
             path,
@@ -669,6 +757,7 @@ class Client:
             container=container,
             ttl=ttl,
             make_parents=make_parents,
+            container_parents=container_parents,
             protected=protected,
         )
         return created
@@ -684,6 +773,7 @@ class Client:
         container: bool = False,
         ttl: float | None = None,
         make_parents: bool = False,
+        container_parents: bool = False,
         protected: bool = False,
     ) -> tuple[str, Stat]:
         """Like :meth:`create`, also returning the new node's Stat.
@@ -694,93 +784,54 @@ class Client:
         that reached the server is found, not made twice. Only if it is not
         there is the create sent again.
         """
-        _paths.validate_path(path, sequential=sequential)
-        value = _check_data(path, data, self.max_data_size)
-        if sum((ephemeral, container, ttl is not None)) > 1:
-            raise ValueError("ephemeral, container and ttl exclude each other")
-        if container and sequential:
-            raise ValueError("a container node cannot be sequential")
-        ttl_ms: int | None = None
-        if ttl is not None:
-            ttl_ms = int(ttl * 1000)
-            if ttl_ms <= 0:
-                raise ValueError("ttl must be positive")
-        acls = tuple(acl) if acl is not None else self._default_acl
-        if path == "/":
-            raise NodeExistsError("/")
-
+        marker = ""
         if protected:
+            _paths.validate_path(path, sequential=sequential)
             parent, name = path.rsplit("/", 1)
-            marker = f"{PROTECTED_PREFIX}{uuid.uuid4()}-"
+            marker = protected_marker()
             path = f"{parent}/{marker}{name}"
-            return await self._create_protected(
-                path, marker, value, acls, ephemeral, sequential, container, ttl_ms, make_parents
-            )
-        return await self._create_once(
-            path, value, acls, ephemeral, sequential, container, ttl_ms, make_parents
-        )
-
-    async def _create_once(
-        self,
-        path: str,
-        data: bytes,
-        acls: Sequence[ACL],
-        ephemeral: bool,
-        sequential: bool,
-        container: bool,
-        ttl_ms: int | None,
-        make_parents: bool,
-    ) -> tuple[str, Stat]:
-        op = _zk.create_op(
+        op = self._create_request(
             path,
-            self._server_path(path),
             data,
-            acls,
+            acl=acl,
             ephemeral=ephemeral,
             sequential=sequential,
             container=container,
-            ttl_ms=ttl_ms,
+            ttl=ttl,
         )
-        try:
-            created, stat = await self._call(op)
-        except NoNodeError:
-            if not make_parents:
-                raise
-            await self.ensure_path(_paths.parent(path), container=container)
-            created, stat = await self._call(op)
-        return self._user_path(created), stat
-
-    async def _create_protected(
-        self,
-        path: str,
-        marker: str,
-        data: bytes,
-        acls: Sequence[ACL],
-        ephemeral: bool,
-        sequential: bool,
-        container: bool,
-        ttl_ms: int | None,
-        make_parents: bool,
-    ) -> tuple[str, Stat]:
-        parent = _paths.parent(path)
+        parents = "container" if container_parents else "plain" if make_parents else None
+        if not protected:
+            return await self._create_once(op, parents)
 
         async def attempt() -> tuple[str, Stat]:
             try:
-                return await self._create_once(
-                    path, data, acls, ephemeral, sequential, container, ttl_ms, make_parents
-                )
+                return await self._create_once(op, parents)
             except (ConnectionLossError, SessionExpiredError) as error:
                 if isinstance(error, ConnectionLossError) and not error.sent:
                     raise
-                found = await self._find_protected(parent, marker)
+                found = await self.find_protected(_paths.parent(path), marker)
                 if found is not None:
                     return found
                 raise
 
         return await call_with_retry(self.retry_policy, attempt)
 
-    async def _find_protected(self, parent: str, marker: str) -> tuple[str, Stat] | None:
-        """The node a lost create made, if it exists: the lowest match wins, extras go."""
+    async def _create_once(self, op: _zk.Op, parents: str | None) -> tuple[str, Stat]:
+        try:
+            created, stat = await self._call(op)
+        except NoNodeError:
+            if parents is None or op.path is None:
+                raise
+            await self.ensure_path(_paths.parent(op.path), container=parents == "container")
+            created, stat = await self._call(op)
+        return self._user_path(created), stat
+
+    async def find_protected(self, parent: str, marker: str) -> tuple[str, Stat] | None:
+        """The node a protected create with ``marker`` made under ``parent``, if any.
+
+        For recovery after a lost reply. If a retried create left more than one
+        node with the marker, the lowest is kept and the others are deleted.
+        """
         with contextlib.suppress(NoNodeError):
             await self.sync(parent)
             children = await self.children(parent)
@@ -797,18 +848,12 @@ class Client:
 
     async def get(self, path: str) -> tuple[bytes, Stat]:
         """The node's data and Stat; NoNodeError if it does not exist."""
-        _paths.validate_path(path)
-        result: tuple[bytes, Stat] = await self._call(
-            _zk.get_data_op(path, self._server_path(path), False)
-        )
+        result: tuple[bytes, Stat] = await self._call(self._get_request(path))
         return result
 
     async def set(self, path: str, data: bytes, *, version: int = -1) -> Stat:
         """Replace the node's data; with ``version`` >= 0 only if it still has that version."""
-        _paths.validate_path(path)
-        value = _check_data(path, data, self.max_data_size)
-        op = _zk.set_data_op(path, self._server_path(path), value, _check_version(version))
-        stat: Stat = await self._call(op)
+        stat: Stat = await self._call(self._set_request(path, data, version))
         return stat
 
     async def delete(self, path: str, *, version: int = -1, recursive: bool = False) -> None:
@@ -819,13 +864,12 @@ class Client:
                 raise ValueError("version cannot be checked on a recursive delete")
             await self.delete_recursive(path)
             return
-        await self._call(_zk.delete_op(path, self._server_path(path), _check_version(version)))
+        await self._call(self._delete_request(path, version))
 
     async def exists(self, path: str) -> Stat | None:
         """The node's Stat, or None if it does not exist."""
-        _paths.validate_path(path)
         try:
-            stat: Stat = await self._call(_zk.exists_op(path, self._server_path(path), False))
+            stat: Stat = await self._call(self._exists_request(path))
         except NoNodeError:
             return None
         return stat
@@ -837,10 +881,7 @@ class Client:
 
     async def children_with_stat(self, path: str) -> tuple[list[str], Stat]:
         """The children's names and the parent's Stat, read atomically."""
-        _paths.validate_path(path)
-        result: tuple[list[str], Stat] = await self._call(
-            _zk.children_op(path, self._server_path(path), False)
-        )
+        result: tuple[list[str], Stat] = await self._call(self._children_request(path))
         return result
 
     async def sync(self, path: str = "/") -> None:
@@ -876,15 +917,14 @@ class Client:
         futures = []
         for i in range(1, len(parts) + 1):
             node = "/" + "/".join(parts[:i])
-            op = _zk.create_op(
+            op = self._create_request(
                 node,
-                self._server_path(node),
                 b"",
-                self._default_acl,
+                acl=None,
                 ephemeral=False,
                 sequential=False,
                 container=container,
-                ttl_ms=None,
+                ttl=None,
             )
             futures.append(conn.submit(op))
         results = await asyncio.gather(*futures, return_exceptions=True)
@@ -916,6 +956,14 @@ class Client:
     def transaction(self) -> Transaction:
         """A builder for an atomic multi-operation: all apply, or none."""
         return Transaction(self)
+
+    def pipeline(self) -> Pipeline:
+        """A builder for requests sent back to back, without waiting between them.
+
+        Not atomic, but ZooKeeper applies one session's requests in order: a
+        read queued after a write sees that write. One round trip for all.
+        """
+        return Pipeline(self)
 
     async def retry(
         self,
@@ -1056,89 +1104,6 @@ class Client:
 def _ignore_result(future: asyncio.Future[Any]) -> None:
     if not future.cancelled():
         future.exception()
-
-
-class Transaction:
-    """Operations applied atomically by :meth:`commit`: all of them, or none.
-
-    ``commit()`` returns one result per operation (created path, new Stat, or
-    None); if any fails it raises that operation's error, with ``op_index`` set,
-    and nothing was applied.
-    """
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
-        self._ops: list[_zk.Op] = []
-
-    def create(
-        self,
-        path: str,
-        data: bytes = b"",
-        *,
-        acl: Sequence[ACL] | None = None,
-        ephemeral: bool = False,
-        sequential: bool = False,
-        container: bool = False,
-        ttl: float | None = None,
-    ) -> Transaction:
-        client = self._client
-        _paths.validate_path(path, sequential=sequential)
-        value = _check_data(path, data, client.max_data_size)
-        acls = tuple(acl) if acl is not None else client._default_acl
-        ttl_ms = int(ttl * 1000) if ttl is not None else None
-        self._ops.append(
-            _zk.create_op(
-                path,
-                client._server_path(path),
-                value,
-                acls,
-                ephemeral=ephemeral,
-                sequential=sequential,
-                container=container,
-                ttl_ms=ttl_ms,
-            )
-        )
-        return self
-
-    def delete(self, path: str, *, version: int = -1) -> Transaction:
-        _paths.validate_path(path)
-        self._ops.append(
-            _zk.delete_op(path, self._client._server_path(path), _check_version(version))
-        )
-        return self
-
-    def set(self, path: str, data: bytes, *, version: int = -1) -> Transaction:
-        _paths.validate_path(path)
-        value = _check_data(path, data, self._client.max_data_size)
-        self._ops.append(
-            _zk.set_data_op(path, self._client._server_path(path), value, _check_version(version))
-        )
-        return self
-
-    def check(self, path: str, version: int) -> Transaction:
-        """Require ``path`` to be at ``version`` for the transaction to apply."""
-        _paths.validate_path(path)
-        self._ops.append(
-            _zk.check_op(path, self._client._server_path(path), _check_version(version))
-        )
-        return self
-
-    def __len__(self) -> int:
-        return len(self._ops)
-
-    async def commit(self) -> list[str | Stat | None]:
-        if not self._ops:
-            return []
-        raw: list[_zk.MultiResult] = await self._client._call(_zk.multi_op(self._ops))
-        results: list[str | Stat | None] = []
-        for item in raw:
-            if isinstance(item, tuple):
-                results.append(self._client._user_path(item[0]))
-            elif isinstance(item, str):
-                results.append(self._client._user_path(item))
-            else:
-                results.append(item)
-        return results
 
 
 def connect(

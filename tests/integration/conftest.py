@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 import pytest_asyncio
@@ -69,3 +69,20 @@ async def no_leaked_tasks(caplog: pytest.LogCaptureFixture) -> AsyncIterator[Non
     current = asyncio.current_task()
     leaked = [t for t in asyncio.all_tasks() - before if t is not current and not t.done()]
     assert not leaked, f"tasks left running: {leaked}"
+
+
+async def _children_reach(client: aiocoord.Client, path: str, count: int) -> list[str]:
+    """Wait (on watches, not by polling) until ``path`` has at least ``count`` children."""
+    changes = client.children_changes(path)
+    try:
+        async for names in changes:
+            if names is not None and len(names) >= count:
+                return names
+    finally:
+        await changes.aclose()
+    raise AssertionError("client closed while waiting")
+
+
+@pytest.fixture
+def children_reach() -> Callable[[aiocoord.Client, str, int], Awaitable[list[str]]]:
+    return _children_reach

@@ -233,3 +233,32 @@ async def test_retry_runs_an_operation_and_does_not_retry_answers(coord: aiocoor
     assert calls == 3
     with pytest.raises(NodeExistsError):
         await coord.retry(coord.create, "/retried")
+
+
+async def test_pipeline_sends_requests_back_to_back_and_keeps_their_order(
+    coord: aiocoord.Client,
+) -> None:
+    await coord.create("/pipe")
+    results = await (
+        coord.pipeline()
+        .create("/pipe/n-", b"x", ephemeral=True, sequential=True)
+        .children("/pipe")
+        .exists("/pipe/missing")
+        .get("/pipe/missing")
+        .set("/pipe", b"v")
+        .execute()
+    )
+    (made, stat), (names, parent), missing, error, new_stat = results
+    assert made.startswith("/pipe/n-") and stat.ephemeral_owner == coord.session_id
+    assert names == [made.rsplit("/", 1)[1]] and parent.num_children == 1
+    assert missing is None
+    assert isinstance(error, NoNodeError)  # one failure does not stop the rest
+    assert new_stat.version == 1
+
+
+async def test_create_with_container_parents(coord: aiocoord.Client) -> None:
+    await coord.create("/c1/c2/leaf", ephemeral=True, container_parents=True)
+    _stat, watch = await coord.watch_exists("/c1/c2")
+    await coord.delete("/c1/c2/leaf")
+    async with asyncio.timeout(30):
+        assert (await watch).type is EventType.DELETED  # swept: it was a container

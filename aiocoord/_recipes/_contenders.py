@@ -1,0 +1,328 @@
+"""The queue of contenders under a lock path, and the pure rules that read it.
+
+Every contender is a protected, ephemeral, sequential node under the lock path
+(``_c_<uuid>-lock-0000000042``, as Curator names them, so Curator and aiocoord
+processes queue together). Contenders are ordered by the sequence suffix that
+follows the lock name. A *rule* looks at the ordered names and one contender's
+place and says whether it holds, and if not, which single node it must watch:
+a release wakes one waiter, never a herd.
+
+The rules are pure functions, tested without a server. :class:`Contender` runs
+the loop around them: create, list, decide, watch, repeat.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+import anyio
+
+from .. import _paths
+from .._exceptions import (
+    ClientClosedError,
+    ConnectionLossError,
+    NoNodeError,
+    SessionExpiredError,
+)
+from .._session._client import Client, protected_marker
+from .._types import EventType
+
+__all__ = [
+    "LOCK_NAME",
+    "READ_LOCK_NAME",
+    "WRITE_LOCK_NAME",
+    "Contender",
+    "Decision",
+    "Rule",
+    "cleanup_scope",
+    "delete_quietly",
+    "mutex_rule",
+    "read_rule",
+    "sequence_key",
+    "sort_contenders",
+]
+
+T = TypeVar("T")
+
+LOCK_NAME = "lock-"
+"""Curator's InterProcessMutex node name."""
+READ_LOCK_NAME = "__READ__"
+WRITE_LOCK_NAME = "__WRIT__"
+"""Curator's InterProcessReadWriteLock node names."""
+
+
+# --- pure rules -------------------------------------------------------------
+
+
+def sequence_key(name: str, lock_names: Sequence[str]) -> str:
+    """What a contender sorts by: the text after the last occurrence of its lock name.
+
+    Names without any lock name sort by their whole text (Curator does the same).
+    """
+    for lock_name in lock_names:
+        index = name.rfind(lock_name)
+        if index >= 0:
+            return name[index + len(lock_name) :]
+    return name
+
+
+def sort_contenders(names: Sequence[str], lock_names: Sequence[str]) -> list[str]:
+    return sorted(names, key=lambda n: sequence_key(n, lock_names))
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Whether a contender holds, and if not, the one node it waits on."""
+
+    holds: bool
+    watch: str | None = None
+
+
+Rule = Callable[[Sequence[str], int], Decision]
+"""``rule(ordered_names, my_index) -> Decision``."""
+
+
+def mutex_rule(max_leases: int = 1) -> Rule:
+    """The first ``max_leases`` contenders hold; the others each watch the one
+    ``max_leases`` places ahead of them."""
+    if max_leases < 1:
+        raise ValueError("max_leases must be >= 1")
+
+    def rule(ordered: Sequence[str], index: int) -> Decision:
+        if index < max_leases:
+            return Decision(True)
+        return Decision(False, ordered[index - max_leases])
+
+    return rule
+
+
+def read_rule(ordered: Sequence[str], index: int) -> Decision:
+    """A reader holds unless a writer is queued ahead of it; then it watches the
+    nearest such writer (readers never wait for readers, and a queued writer
+    blocks later readers, so writers do not starve)."""
+    for ahead in range(index - 1, -1, -1):
+        if WRITE_LOCK_NAME in ordered[ahead]:
+            return Decision(False, ordered[ahead])
+    return Decision(True)
+
+
+# --- the loop ---------------------------------------------------------------
+
+
+class _NodeVanished(Exception):
+    """Our own contender node is gone (session lost or deleted by someone else)."""
+
+
+async def retry_on_connection_loss(client: Client, operation: Callable[[], Awaitable[T]]) -> T:
+    """Retry an idempotent request cut by a dropped connection, under the client's policy.
+
+    Session expiry is not retried here: the caller's node went with the
+    session, and only the caller knows how to start over.
+    """
+    attempt = 0
+    start = time.monotonic()
+    while True:
+        try:
+            return await operation()
+        except ConnectionLossError as error:
+            attempt += 1
+            pause = client.retry_policy.delay(attempt, time.monotonic() - start)
+            if pause is None:
+                raise
+            if error.sent:
+                await anyio.sleep(pause)
+
+
+def cleanup_bound(client: Client) -> float:
+    """How long a shielded cleanup may take: requests wait through SUSPENDED for at
+    most one session timeout before the session is declared lost (and with it, any
+    ephemeral node), so a bit more than that always suffices."""
+    return client.session_timeout * 2 + 5.0
+
+
+@contextlib.contextmanager
+def cleanup_scope(client: Client, *, must_finish: bool = False) -> Iterator[None]:
+    """Where a recipe deletes its own node: runs even while the caller is being
+    cancelled (shielded), is bounded by :func:`cleanup_bound` (raising TimeoutError
+    past it if ``must_finish``), and treats an expired session or a closed client
+    as done, since either took the node away."""
+    timer = anyio.fail_after if must_finish else anyio.move_on_after
+    with (
+        anyio.CancelScope(shield=True),
+        timer(cleanup_bound(client)),
+        contextlib.suppress(SessionExpiredError, ClientClosedError),
+    ):
+        yield
+
+
+class Contender:
+    """One place in the queue under ``path``: create it, wait for it to hold, delete it."""
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        lock_name: str,
+        lock_names: Sequence[str],
+        rule: Rule,
+        data: bytes,
+    ) -> None:
+        self._client = client
+        self._path = path
+        self._lock_name = lock_name
+        self._lock_names = tuple(lock_names)
+        self._rule = rule
+        self._data = data
+        self._marker: str | None = None
+        self.node: str | None = None
+        """Full path of our node, once created."""
+        self.czxid = 0
+        """zxid of our node's creation: the fencing token."""
+        self._listing: list[str] | None = None
+
+    async def acquire(self, timeout: float | None = None) -> bool:
+        """Queue up and wait until the rule says we hold; False if ``timeout`` passed.
+
+        On timeout, cancellation or error our node is deleted before returning,
+        also when its create was still in flight: it is found by its marker.
+        """
+        with anyio.move_on_after(timeout):
+            try:
+                await self._acquire()
+                return True
+            except BaseException:
+                await self.abandon()
+                raise
+        return False
+
+    async def _acquire(self) -> None:
+        while True:
+            try:
+                await self._enter_queue()
+                await self._wait_turn()
+                return
+            except (SessionExpiredError, _NodeVanished):
+                # The session took our node with it: queue again, at the back.
+                await self.abandon()
+
+    async def _enter_queue(self) -> None:
+        client = self._client
+        self._marker = marker = protected_marker()
+        self.node = None
+        target = f"{self._path}/{marker}{self._lock_name}"
+        while True:
+            # Create and list in one round trip: the listing is applied after the
+            # create, so it contains our node and everything queued before it.
+            created, listing = await (
+                client.pipeline()
+                .create(target, self._data, ephemeral=True, sequential=True)
+                .children(self._path)
+                .execute()
+            )
+            if isinstance(created, NoNodeError):
+                await retry_on_connection_loss(
+                    client, lambda: client.ensure_path(self._path, container=True)
+                )
+                continue
+            if isinstance(created, ConnectionLossError):
+                if not created.sent:
+                    continue
+                found = await retry_on_connection_loss(
+                    client, lambda: client.find_protected(self._path, marker)
+                )
+                if found is None:
+                    continue
+                self.node, stat = found
+                self.czxid = stat.czxid
+                self._listing = None
+                return
+            if isinstance(created, Exception):
+                raise created
+            self.node, stat = created
+            self.czxid = stat.czxid
+            self._listing = None if isinstance(listing, Exception) else listing[0]
+            return
+
+    async def _wait_turn(self) -> None:
+        client = self._client
+        assert self.node is not None
+        me = _paths.basename(self.node)
+        names = self._listing
+        while True:
+            if names is None:
+                try:
+                    names = await retry_on_connection_loss(
+                        client, lambda: client.children(self._path)
+                    )
+                except NoNodeError:
+                    raise _NodeVanished from None
+            ordered = sort_contenders(names, self._lock_names)
+            if me not in ordered:
+                raise _NodeVanished
+            index = ordered.index(me)
+            decision = self._rule(ordered, index)
+            if decision.holds:
+                return
+            assert decision.watch is not None
+            stat, watch = await retry_on_connection_loss(
+                client, functools.partial(client.watch_exists, f"{self._path}/{decision.watch}")
+            )
+            deleted = stat is None
+            try:
+                if not deleted:
+                    deleted = (await watch).type is EventType.DELETED
+            finally:
+                watch.cancel()
+            names = None
+            if deleted:
+                # Nobody can queue ahead of us (sequence numbers only grow), so
+                # the last listing minus the node that went is a safe picture:
+                # if it says we hold, we do, without another round trip.
+                remaining = [n for n in ordered if n != decision.watch]
+                if self._rule(remaining, remaining.index(me)).holds:
+                    return
+
+    async def abandon(self) -> None:
+        """Delete our node (or the one a lost create left), shielded and time-bounded."""
+        node, marker = self.node, self._marker
+        self.node = None
+        self._marker = None
+        if node is None and marker is None:
+            return
+        client = self._client
+        with cleanup_scope(client):
+            if node is None and marker is not None:
+                found = await retry_on_connection_loss(
+                    client, lambda: client.find_protected(self._path, marker)
+                )
+                node = found[0] if found is not None else None
+            if node is not None:
+                await delete_quietly(client, node)
+
+    async def release(self) -> None:
+        """Give up our place (held or not): delete the node, surviving connection loss.
+
+        Returns once the node is gone: deleted, or taken away with the session.
+        """
+        node = self.node
+        if node is None:
+            return
+        with cleanup_scope(self._client, must_finish=True):
+            await delete_quietly(self._client, node)
+        self.node = None
+        self._marker = None
+
+
+async def delete_quietly(client: Client, path: str) -> None:
+    """Delete ``path``, retrying connection loss; already gone counts as done."""
+
+    async def delete() -> None:
+        with contextlib.suppress(NoNodeError):
+            await client.delete(path)
+
+    await retry_on_connection_loss(client, delete)

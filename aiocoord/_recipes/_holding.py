@@ -1,0 +1,82 @@
+"""What every holder recipe shares: learning that a hold was lost.
+
+A hold (a lock, a semaphore lease, leadership) is lost when the client enters
+a state its error policy calls an error: LOST always, SUSPENDED under the
+standard policy (nobody can tell, while disconnected, whether the session
+still stands). Holders can poll ``lost``, await :meth:`Hold.wait_lost`, or run
+their work in a cancel scope that is cancelled on loss.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import anyio
+
+from .._session._client import Client
+from .._session._state import ConnectionState, ErrorPolicy
+
+__all__ = ["Hold", "LossMonitor"]
+
+
+class Hold:
+    """Local record of one thing held, and whether it has been lost."""
+
+    def __init__(self) -> None:
+        self.lost = False
+        self.reason = ""
+        self._lost_event = asyncio.Event()
+        self._scopes: list[anyio.CancelScope] = []
+
+    def mark_lost(self, reason: str) -> None:
+        if self.lost:
+            return
+        self.lost = True
+        self.reason = reason
+        self._lost_event.set()
+        for scope in self._scopes:
+            scope.cancel()
+
+    async def wait_lost(self) -> None:
+        await self._lost_event.wait()
+
+    def add_scope(self, scope: anyio.CancelScope) -> None:
+        """Cancel ``scope`` when the hold is lost (at once if it already is)."""
+        self._scopes.append(scope)
+        if self.lost:
+            scope.cancel()
+
+    def remove_scope(self, scope: anyio.CancelScope) -> None:
+        if scope in self._scopes:
+            self._scopes.remove(scope)
+
+
+class LossMonitor:
+    """Marks a recipe's holds lost when the client enters an error state.
+
+    Listens to the client only while it has holds, so idle recipes cost nothing.
+    """
+
+    def __init__(self, client: Client, policy: ErrorPolicy) -> None:
+        self._client = client
+        self._policy = policy
+        self._holds: set[Hold] = set()
+
+    def add(self, hold: Hold) -> None:
+        if not self._holds:
+            self._client.add_listener(self._on_state)
+        self._holds.add(hold)
+        # The state may have turned bad while the hold was being taken.
+        state = self._client.state
+        if state is not None and self._policy.is_error_state(state):
+            hold.mark_lost(f"the connection was {state.value}")
+
+    def discard(self, hold: Hold) -> None:
+        self._holds.discard(hold)
+        if not self._holds:
+            self._client.remove_listener(self._on_state)
+
+    def _on_state(self, state: ConnectionState) -> None:
+        if self._policy.is_error_state(state):
+            for hold in list(self._holds):
+                hold.mark_lost(f"the connection was {state.value}")

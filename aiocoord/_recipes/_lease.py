@@ -1,0 +1,229 @@
+"""A try-lock that expires by itself: the ``SET key holder NX EX ttl`` pattern of
+Redis or Tair, on ZooKeeper TTL nodes.
+
+Each attempt creates a persistent sequential TTL node under the lease path;
+the oldest live one is the holder. A node whose holder vanished stops being
+renewed and is dead once its TTL has passed: later contenders see that from
+the server's own timestamps and delete it (only if still unrenewed, by its
+version), so expiry does not wait for the server's periodic sweep. Unique node
+names mean a holder can never delete or renew somebody else's lease, even
+after its own expired and the name was taken again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+from .. import _paths
+from .._exceptions import (
+    BadVersionError,
+    ConnectionLossError,
+    LockLostError,
+    NoNodeError,
+    NotOwnerError,
+    TTLNodesDisabledError,
+    UnimplementedError,
+)
+from .._session._client import Client, protected_marker
+from .._types import Stat
+from ._contenders import cleanup_scope, delete_quietly, retry_on_connection_loss, sort_contenders
+
+__all__ = ["Lease"]
+
+_NAME = "lease-"
+
+
+def _encode(ttl_ms: int, holder: bytes) -> bytes:
+    return b"%d\n" % ttl_ms + holder
+
+
+def _decode(data: bytes, default_ttl_ms: int) -> tuple[int, bytes]:
+    head, sep, holder = data.partition(b"\n")
+    if sep and head.isdigit():
+        return int(head), holder
+    return default_ttl_ms, data
+
+
+class Lease:
+    """A non-blocking lock held for ``ttl`` seconds at a time.
+
+    ``try_acquire()`` returns at once: True if this object now holds the lease
+    (or already did), False if someone else does. The holder extends it with
+    ``renew()`` before ``ttl`` runs out; if it does not (it crashed, hung or
+    was cut off), the lease lapses and others may take it. ``holder`` names
+    the owner: a new ``Lease`` with the same holder (a restarted process)
+    takes over a lease that holder still has.
+
+    The server needs TTL nodes enabled (``zookeeper.extendedTypesEnabled``).
+    """
+
+    def __init__(self, client: Client, path: str, ttl: float, holder: str | bytes) -> None:
+        _paths.validate_path(path)
+        if path == "/":
+            raise ValueError("a lease needs its own path, not the root")
+        if ttl <= 0:
+            raise ValueError("ttl must be positive")
+        self._client = client
+        self.path = path
+        self.ttl = float(ttl)
+        self._ttl_ms = max(1, int(ttl * 1000))
+        self.holder = holder.encode() if isinstance(holder, str) else bytes(holder)
+        self._data = _encode(self._ttl_ms, self.holder)
+        self._node: str | None = None
+        self._version = 0
+        self._valid_until = 0.0
+
+    @property
+    def is_held(self) -> bool:
+        """True if this object holds the lease and its TTL has not run out (local clock,
+        counted from when the last create or renew was sent: never optimistic)."""
+        return self._node is not None and time.monotonic() < self._valid_until
+
+    @property
+    def node(self) -> str | None:
+        return self._node
+
+    @property
+    def remaining(self) -> float:
+        """Seconds until the lease lapses unless renewed (0 if not held)."""
+        return max(0.0, self._valid_until - time.monotonic()) if self._node else 0.0
+
+    async def try_acquire(self) -> bool:
+        """Take the lease if it is free (or already ours); never waits for a holder."""
+        if self._node is not None:
+            try:
+                await self.renew()
+                return True
+            except LockLostError:
+                pass
+        client = self._client
+        marker = protected_marker()
+        target = f"{self.path}/{marker}{_NAME}"
+        sent_at = time.monotonic()
+        while True:
+            try:
+                created, listing = await (
+                    client.pipeline()
+                    .create(target, self._data, ttl=self.ttl, sequential=True)
+                    .children(self.path)
+                    .execute()
+                )
+            except ConnectionLossError as error:
+                created, listing = error, error
+            if isinstance(created, NoNodeError):
+                await retry_on_connection_loss(
+                    client, lambda: client.ensure_path(self.path, container=True)
+                )
+                continue
+            if isinstance(created, UnimplementedError):
+                raise TTLNodesDisabledError(self.path) from created
+            if isinstance(created, ConnectionLossError):
+                found = await retry_on_connection_loss(
+                    client, lambda: client.find_protected(self.path, marker)
+                )
+                if found is None:
+                    sent_at = time.monotonic()
+                    continue
+                created = found
+                listing = None
+            if isinstance(created, Exception):
+                raise created
+            break
+        mine, stat = created
+        names = listing[0] if isinstance(listing, tuple) else None
+        try:
+            won, adopt = await self._settle(_paths.basename(mine), stat, names)
+        except BaseException:
+            await self._discard(mine)
+            raise
+        if adopt is not None:
+            await self._discard(mine)
+            self._node, self._version = adopt
+            try:
+                await self.renew()
+            except LockLostError:
+                return False
+            return True
+        if not won:
+            await self._discard(mine)
+            return False
+        self._node, self._version = mine, stat.version
+        self._valid_until = sent_at + self.ttl
+        return True
+
+    async def _settle(
+        self, mine: str, my_stat: Stat, names: list[str] | None
+    ) -> tuple[bool, tuple[str, int] | None]:
+        """Decide who holds: (we won, or the node of ours to adopt)."""
+        client = self._client
+        if names is None:
+            names = await retry_on_connection_loss(client, lambda: client.children(self.path))
+        ordered = sort_contenders(names, (_NAME,))
+        ahead = ordered[: ordered.index(mine)] if mine in ordered else ordered
+        if not ahead:
+            return True, None
+        pipeline = client.pipeline()
+        for name in ahead:
+            pipeline.get(f"{self.path}/{name}")
+        results = await pipeline.execute()
+        now = my_stat.ctime  # the server's clock, just now
+        for name, result in zip(ahead, results, strict=True):
+            if isinstance(result, NoNodeError):
+                continue
+            if isinstance(result, Exception):
+                raise result
+            data, stat = result
+            ttl_ms, holder = _decode(data, self._ttl_ms)
+            path = f"{self.path}/{name}"
+            if stat.mtime + ttl_ms <= now:
+                # Lapsed: remove it unless its holder renewed it meanwhile.
+                with contextlib.suppress(NoNodeError, BadVersionError):
+                    await client.delete(path, version=stat.version)
+                    continue
+                if await client.exists(path) is None:
+                    continue
+                return False, None
+            if holder == self.holder:
+                return False, (path, stat.version)
+            return False, None
+        return True, None
+
+    async def _discard(self, node: str) -> None:
+        with cleanup_scope(self._client):
+            await delete_quietly(self._client, node)
+
+    async def renew(self) -> None:
+        """Restart the TTL; LockLostError if the lease lapsed and is gone or taken."""
+        node = self._node
+        if node is None:
+            raise NotOwnerError(f"lease {self.path!r} is not held")
+        sent_at = time.monotonic()
+        try:
+            stat = await retry_on_connection_loss(
+                self._client, lambda: self._client.set(node, self._data, version=self._version)
+            )
+        except (NoNodeError, BadVersionError) as error:
+            self._node = None
+            raise LockLostError(self.path, "the lease lapsed") from error
+        self._version = stat.version
+        self._valid_until = sent_at + self.ttl
+
+    async def release(self) -> None:
+        """Give the lease up now (deleting only our own node, only if unrenewed by others)."""
+        node = self._node
+        if node is None:
+            return
+        self._node = None
+        with contextlib.suppress(NoNodeError, BadVersionError):
+            await retry_on_connection_loss(
+                self._client, lambda: self._client.delete(node, version=self._version)
+            )
+
+    async def __aenter__(self) -> Lease:
+        if not await self.try_acquire():
+            raise NotOwnerError(f"lease {self.path!r} is held by someone else")
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.release()

@@ -1,0 +1,401 @@
+"""Fair, reentrant locks: Mutex and ReadWriteLock (Curator's InterProcessMutex and
+InterProcessReadWriteLock, node for node)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+
+from .. import _paths
+from .._exceptions import (
+    DeadlockError,
+    LockLostError,
+    NoNodeError,
+    NotOwnerError,
+    OperationTimeoutError,
+    ZooKeeperError,
+)
+from .._session._batch import Transaction
+from .._session._client import Client
+from .._session._state import ErrorPolicy
+from ._contenders import (
+    LOCK_NAME,
+    READ_LOCK_NAME,
+    WRITE_LOCK_NAME,
+    Contender,
+    Decision,
+    Rule,
+    mutex_rule,
+    read_rule,
+    sort_contenders,
+)
+from ._holding import Hold, LossMonitor
+
+__all__ = ["FencedTransaction", "Mutex", "Participant", "ReadWriteLock", "default_node_data"]
+
+
+def default_node_data() -> bytes:
+    """What a contender node holds unless told otherwise: who queued it."""
+    return f"{socket.gethostname()}:{os.getpid()}".encode()
+
+
+def _current_task() -> asyncio.Task[Any]:
+    task = asyncio.current_task()
+    if task is None:
+        raise RuntimeError("locks are owned by asyncio tasks: call from within a task")
+    return task
+
+
+@dataclass(frozen=True, slots=True)
+class Participant:
+    """One contender in a lock's queue, in order: first holds."""
+
+    node: str
+    data: bytes
+
+
+class _Holdable(Protocol):
+    path: str
+
+    async def acquire(self, timeout: float | None = None) -> bool: ...
+
+    async def release(self) -> None: ...
+
+    def _hold_of_caller(self) -> Hold | None: ...
+
+
+class HoldContext:
+    """``async with lock.hold(...)``: acquire, run the body, release; report loss.
+
+    With ``cancel_on_loss`` the body runs in a cancel scope that is cancelled the
+    moment the hold is lost. Either way, leaving the block after a loss raises
+    :class:`LockLostError`, so the holder always learns of it.
+    """
+
+    def __init__(self, lock: _Holdable, *, cancel_on_loss: bool, timeout: float | None) -> None:
+        self._lock = lock
+        self._cancel_on_loss = cancel_on_loss
+        self._timeout = timeout
+        self._scope: anyio.CancelScope | None = None
+        self._hold: Hold | None = None
+
+    async def __aenter__(self) -> None:
+        if not await self._lock.acquire(self._timeout):
+            raise OperationTimeoutError(
+                f"could not acquire {self._lock.path!r} in {self._timeout} s"
+            )
+        hold = self._lock._hold_of_caller()
+        assert hold is not None
+        self._hold = hold
+        if self._cancel_on_loss:
+            self._scope = anyio.CancelScope()
+            self._scope.__enter__()
+            hold.add_scope(self._scope)
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        hold = self._hold
+        assert hold is not None
+        suppress = False
+        if self._scope is not None:
+            hold.remove_scope(self._scope)
+            suppress = bool(self._scope.__exit__(exc_type, exc, tb))
+        await self._lock.release()
+        if hold.lost and (exc_type is None or suppress):
+            raise LockLostError(self._lock.path, hold.reason)
+        return suppress
+
+
+class _LockHold(Hold):
+    def __init__(self, contender: Contender) -> None:
+        super().__init__()
+        self.contender = contender
+        self.count = 1
+
+
+class Mutex:
+    """A fair, reentrant distributed lock (Curator's InterProcessMutex).
+
+    Contenders are served in the order they asked; each waits only on the one
+    queued just ahead of it. The lock belongs to the asyncio task that acquired
+    it: that task may acquire again (a hold count), while any other task, in
+    this process or another, waits its turn.
+
+    ``async with mutex:`` holds it for a block; ``mutex.hold()`` does the same
+    and cancels the block if the lock is lost (see :class:`HoldContext`).
+    What counts as losing it is the error policy: by default a SUSPENDED
+    connection already does (:class:`~aiocoord.StandardErrorPolicy`); with
+    :class:`~aiocoord.SessionErrorPolicy` only an expired session does.
+    """
+
+    _lock_name = LOCK_NAME
+    _lock_names: tuple[str, ...] = (LOCK_NAME,)
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        data: bytes | None = None,
+        error_policy: ErrorPolicy | None = None,
+    ) -> None:
+        _paths.validate_path(path)
+        if path == "/":
+            raise ValueError("a lock needs its own path, not the root")
+        self._client = client
+        self.path = path
+        self._data = default_node_data() if data is None else bytes(data)
+        self._monitor = LossMonitor(client, error_policy or client.error_policy)
+        self._holds: dict[asyncio.Task[Any], _LockHold] = {}
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.path!r} held={self.is_held}>"
+
+    # --- acquiring ----------------------------------------------------------------
+
+    def _rule_for(self, task: asyncio.Task[Any]) -> Rule:
+        return mutex_rule(1)
+
+    def _before_acquire(self, task: asyncio.Task[Any]) -> None:
+        """Refuse an acquisition that could never be granted."""
+
+    async def acquire(self, timeout: float | None = None) -> bool:
+        """Wait for the lock; False if ``timeout`` seconds passed first.
+
+        Cancellation (including an enclosing deadline) leaves no node behind.
+        Waiting rides out SUSPENDED; if the session is lost meanwhile, the wait
+        goes on in the new session, at the back of the queue.
+        """
+        task = _current_task()
+        hold = self._holds.get(task)
+        if hold is not None:
+            if hold.lost:
+                raise LockLostError(self.path, hold.reason)
+            hold.count += 1
+            return True
+        self._before_acquire(task)
+        contender = Contender(
+            self._client,
+            self.path,
+            self._lock_name,
+            self._lock_names,
+            self._rule_for(task),
+            self._data,
+        )
+        if not await contender.acquire(timeout):
+            return False
+        hold = _LockHold(contender)
+        self._holds[task] = hold
+        self._monitor.add(hold)
+        return True
+
+    async def release(self) -> None:
+        """Release one hold of the calling task; the last one deletes the lock node.
+
+        The delete survives connection loss (it waits for the session, retries,
+        and counts an expired session as done); until it is done, the lock
+        still counts as held here.
+        """
+        task = _current_task()
+        hold = self._holds.get(task)
+        if hold is None:
+            raise NotOwnerError(f"{self.path!r} is not held by the calling task")
+        if hold.count > 1:
+            hold.count -= 1
+            return
+        await hold.contender.release()
+        del self._holds[task]
+        self._monitor.discard(hold)
+
+    async def __aenter__(self) -> Mutex:
+        await self.acquire()
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        hold = self._holds.get(_current_task())
+        await self.release()
+        if hold is not None and hold.lost and exc_type is None:
+            raise LockLostError(self.path, hold.reason)
+
+    def hold(self, *, cancel_on_loss: bool = True, timeout: float | None = None) -> HoldContext:
+        """``async with mutex.hold():`` run a block that is cancelled if the lock is lost.
+
+        Raises OperationTimeoutError if ``timeout`` passes before the lock is had,
+        and LockLostError on leaving the block after a loss.
+        """
+        return HoldContext(self, cancel_on_loss=cancel_on_loss, timeout=timeout)
+
+    # --- local state ------------------------------------------------------------------
+
+    def _hold_of_caller(self) -> _LockHold | None:
+        return self._holds.get(_current_task())
+
+    def _owned_by(self, task: asyncio.Task[Any]) -> bool:
+        hold = self._holds.get(task)
+        return hold is not None and not hold.lost
+
+    @property
+    def is_held(self) -> bool:
+        """True while some task of this process holds the lock through this object
+        and it has not been lost."""
+        return any(not hold.lost for hold in self._holds.values())
+
+    def is_owned_by_current_task(self) -> bool:
+        return self._owned_by(_current_task())
+
+    @property
+    def hold_count(self) -> int:
+        """How many times the calling task holds the lock (0 if it does not)."""
+        hold = self._holds.get(_current_task())
+        return hold.count if hold is not None else 0
+
+    def _caller_hold_or_raise(self) -> _LockHold:
+        hold = self._holds.get(_current_task())
+        if hold is None:
+            raise NotOwnerError(f"{self.path!r} is not held by the calling task")
+        if hold.lost:
+            raise LockLostError(self.path, hold.reason)
+        return hold
+
+    @property
+    def node(self) -> str:
+        """The calling task's lock node (NotOwnerError if it holds none)."""
+        node = self._caller_hold_or_raise().contender.node
+        assert node is not None
+        return node
+
+    @property
+    def fencing_token(self) -> int:
+        """A number that grows with every grant of this lock, across all holders, forever.
+
+        It is the lock node's creation zxid. Hand it to the resource the lock
+        guards, which refuses writes that carry a smaller token than it has seen:
+        a holder that lost the lock without knowing (a long pause) is turned away.
+        """
+        return self._caller_hold_or_raise().contender.czxid
+
+    def wait_lost(self) -> Coroutine[Any, Any, None]:
+        """Wait until the calling task's hold is lost (NotOwnerError if it holds none).
+
+        The hold is looked up when this is called, so the waiting may be handed
+        to another task: ``asyncio.create_task(lock.wait_lost())``.
+        """
+        hold = self._holds.get(_current_task())
+        if hold is None:
+            raise NotOwnerError(f"{self.path!r} is not held by the calling task")
+        return hold.wait_lost()
+
+    def transaction(self) -> FencedTransaction:
+        """A transaction that applies only while the calling task still holds the lock.
+
+        It carries a check on the lock node: if the lock was lost (the node is
+        gone), nothing is applied and ``commit()`` raises LockLostError.
+        """
+        return FencedTransaction(self._client, self.node, self.path)
+
+    async def participants(self) -> list[Participant]:
+        """Every contender, in queue order (the first one holds), with its node data."""
+        try:
+            names = await self._client.children(self.path)
+        except NoNodeError:
+            return []
+        ordered = sort_contenders(names, self._lock_names)
+        pipeline = self._client.pipeline()
+        for name in ordered:
+            pipeline.get(f"{self.path}/{name}")
+        results = await pipeline.execute()
+        return [
+            Participant(f"{self.path}/{name}", result[0])
+            for name, result in zip(ordered, results, strict=True)
+            if not isinstance(result, Exception)
+        ]
+
+
+class FencedTransaction(Transaction):
+    """A transaction guarded by a lock node's existence (see :meth:`Mutex.transaction`)."""
+
+    def __init__(self, client: Client, lock_node: str, lock_path: str) -> None:
+        super().__init__(client)
+        self._lock_path = lock_path
+        self.check(lock_node)
+
+    async def commit(self) -> list[Any]:
+        try:
+            results = await super().commit()
+        except ZooKeeperError as error:
+            if error.op_index == 0:
+                raise LockLostError(self._lock_path, "its node is gone") from error
+            if error.op_index is not None:
+                error.op_index -= 1
+            raise
+        return results[1:]
+
+
+class _WriteLock(Mutex):
+    _lock_name = WRITE_LOCK_NAME
+    _lock_names = (WRITE_LOCK_NAME, READ_LOCK_NAME)
+
+    def __init__(self, owner: ReadWriteLock, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._owner = owner
+
+    def _before_acquire(self, task: asyncio.Task[Any]) -> None:
+        if self._owner.read_lock._owned_by(task):
+            raise DeadlockError(
+                f"{self.path!r}: a read lock cannot be upgraded to the write lock; "
+                "release the read lock first"
+            )
+
+
+class _ReadLock(Mutex):
+    _lock_name = READ_LOCK_NAME
+    _lock_names = (WRITE_LOCK_NAME, READ_LOCK_NAME)
+
+    def __init__(self, owner: ReadWriteLock, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._owner = owner
+
+    def _rule_for(self, task: asyncio.Task[Any]) -> Rule:
+        writer = self._owner.write_lock
+
+        def rule(ordered: Sequence[str], index: int) -> Decision:
+            # The write lock's holder may also read (a downgrade).
+            if writer._owned_by(task):
+                return Decision(True)
+            return read_rule(ordered, index)
+
+        return rule
+
+
+class ReadWriteLock:
+    """Many readers or one writer (Curator's InterProcessReadWriteLock).
+
+    Fair: requests are served in arrival order, so a waiting writer holds back
+    readers that come after it and writers never starve. Both locks are
+    reentrant per task; the writer may also take the read lock (and then
+    release the write lock: a downgrade). Taking the write lock while holding
+    only the read lock would wait forever, so it raises DeadlockError.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        data: bytes | None = None,
+        error_policy: ErrorPolicy | None = None,
+    ) -> None:
+        self.path = path
+        self.write_lock: Mutex = _WriteLock(
+            self, client, path, data=data, error_policy=error_policy
+        )
+        self.read_lock: Mutex = _ReadLock(self, client, path, data=data, error_policy=error_policy)
+
+    async def participants(self) -> list[Participant]:
+        """Readers and writers in queue order (node names tell which is which)."""
+        return await self.write_lock.participants()

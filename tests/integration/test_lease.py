@@ -1,0 +1,101 @@
+"""Lease: the self-expiring try-lock on TTL nodes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+import aiocoord
+from aiocoord import Lease, LockLostError, TTLNodesDisabledError
+from aiocoord.testing import ZooKeeperServer
+
+pytestmark = pytest.mark.timeout(60)
+
+ClientFactory = Callable[..., aiocoord.Client]
+
+
+async def test_only_one_holder_at_a_time(client_factory: ClientFactory) -> None:
+    clients = [client_factory() for _ in range(3)]
+    await asyncio.gather(*(c.start() for c in clients))
+    leases = [Lease(c, "/lease", ttl=30, holder=f"worker-{i}") for i, c in enumerate(clients)]
+    wins = await asyncio.gather(*(lease.try_acquire() for lease in leases))
+    assert sum(wins) == 1
+    winner = leases[wins.index(True)]
+    assert winner.is_held and 29 < winner.remaining <= 30
+    assert [lease.is_held for lease in leases].count(True) == 1
+    # Losers leave nothing behind.
+    assert len(await clients[0].children("/lease")) == 1
+    assert await winner.try_acquire()  # already ours: renews
+    await winner.release()
+    assert not winner.is_held
+    assert await clients[0].children("/lease") == []
+    loser = leases[wins.index(False)]
+    assert await loser.try_acquire()
+    await loser.release()
+
+
+async def test_a_vanished_holder_lapses_after_its_ttl(client_factory: ClientFactory) -> None:
+    a, b = client_factory(), client_factory()
+    await a.start()
+    await b.start()
+    first = Lease(a, "/lapse", ttl=0.5, holder="first")
+    assert await first.try_acquire()
+    second = Lease(b, "/lapse", ttl=0.5, holder="second")
+    assert not await second.try_acquire()
+    # The holder stops renewing (as if hung). Once its TTL has passed by the
+    # server's clock the next contender takes over, without waiting for the
+    # server's periodic sweep of expired nodes. Expiry is about time passing,
+    # so here the test does wait.
+    await asyncio.sleep(0.6)
+    assert not first.is_held  # its own clock says so too
+    assert await second.try_acquire()
+    with pytest.raises(LockLostError):
+        await first.renew()
+    await second.release()
+
+
+async def test_renew_keeps_the_lease_past_its_ttl(client_factory: ClientFactory) -> None:
+    a, b = client_factory(), client_factory()
+    await a.start()
+    await b.start()
+    holder = Lease(a, "/renewed", ttl=0.4, holder="h")
+    assert await holder.try_acquire()
+    for _ in range(4):
+        await asyncio.sleep(0.2)
+        await holder.renew()
+        assert not await Lease(b, "/renewed", ttl=0.4, holder="other").try_acquire()
+    assert holder.is_held
+    await holder.release()
+
+
+async def test_the_same_holder_takes_its_lease_back(client_factory: ClientFactory) -> None:
+    a, b = client_factory(), client_factory()
+    await a.start()
+    await b.start()
+    before = Lease(a, "/again", ttl=30, holder="svc-1")
+    assert await before.try_acquire()
+    # A restarted process with the same holder id resumes the lease.
+    after = Lease(b, "/again", ttl=30, holder="svc-1")
+    assert await after.try_acquire()
+    assert after.node == before.node
+    assert len(await b.children("/again")) == 1
+    await after.release()
+
+
+async def test_clear_error_when_the_server_has_ttl_nodes_disabled() -> None:
+    async with (
+        ZooKeeperServer(jvm_args=["-Dzookeeper.extendedTypesEnabled=false"]) as server,
+        aiocoord.connect(server.connect_string) as client,
+    ):
+        with pytest.raises(TTLNodesDisabledError, match="extendedTypesEnabled"):
+            await Lease(client, "/nope", ttl=1, holder="x").try_acquire()
+
+
+def test_bad_arguments() -> None:
+    client = aiocoord.connect("127.0.0.1:1")
+    with pytest.raises(ValueError):
+        Lease(client, "/x", ttl=0, holder="h")
+    with pytest.raises(aiocoord.InvalidPathError):
+        Lease(client, "x", ttl=1, holder="h")

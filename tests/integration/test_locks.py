@@ -1,0 +1,358 @@
+"""Mutex and ReadWriteLock against a real server: exclusion, order, reentrancy,
+cancellation, fencing, loss."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+import aiocoord
+from aiocoord import (
+    ConnectionState,
+    DeadlockError,
+    LockLostError,
+    Mutex,
+    NotOwnerError,
+    ReadWriteLock,
+    SessionErrorPolicy,
+)
+from aiocoord.testing import ZooKeeperServer, drop_connection, expire_session
+
+pytestmark = pytest.mark.timeout(120)
+
+ClientFactory = Callable[..., aiocoord.Client]
+
+
+async def started(factory: ClientFactory, n: int, **kwargs: object) -> list[aiocoord.Client]:
+    clients = [factory(**kwargs) for _ in range(n)]
+    await asyncio.gather(*(c.start() for c in clients))
+    return clients
+
+
+async def take_and_release(lock: Mutex) -> int:
+    """Acquire and release in one task (locks belong to tasks); return the fencing token."""
+    async with lock:
+        return lock.fencing_token
+
+
+class Overlap:
+    """Counts holders inside a critical section; more than one is a violation."""
+
+    def __init__(self) -> None:
+        self.inside = 0
+        self.max_inside = 0
+        self.entries = 0
+
+    async def section(self) -> None:
+        self.inside += 1
+        self.entries += 1
+        self.max_inside = max(self.max_inside, self.inside)
+        await asyncio.sleep(0)  # let anyone who wrongly thinks they hold it in
+        await asyncio.sleep(0)
+        self.inside -= 1
+
+
+async def test_mutual_exclusion_across_clients_and_tasks(client_factory: ClientFactory) -> None:
+    clients = await started(client_factory, 4)
+    overlap = Overlap()
+
+    async def worker(client: aiocoord.Client) -> None:
+        lock = Mutex(client, "/lock")
+        for _ in range(5):
+            async with lock:
+                await overlap.section()
+
+    await asyncio.gather(*(worker(c) for c in clients for _ in range(3)))
+    assert overlap.entries == 4 * 3 * 5
+    assert overlap.max_inside == 1
+    assert await clients[0].children("/lock") == []
+
+
+async def test_waiters_are_served_in_the_order_they_queued(
+    client_factory: ClientFactory, children_reach
+) -> None:
+    clients = await started(client_factory, 5)
+    holder = Mutex(clients[0], "/fifo")
+    await holder.acquire()
+    order: list[int] = []
+
+    async def wait_turn(i: int) -> None:
+        lock = Mutex(clients[i], "/fifo")
+        async with lock:
+            order.append(i)
+
+    tasks = []
+    for i in (3, 1, 4, 2):
+        tasks.append(asyncio.create_task(wait_turn(i)))
+        # Queue them one by one: wait until this one's node is there.
+        await children_reach(clients[0], "/fifo", len(tasks) + 1)
+    await holder.release()
+    await asyncio.gather(*tasks)
+    assert order == [3, 1, 4, 2]
+
+
+async def test_reentrant_for_the_owning_task_only(coord: aiocoord.Client) -> None:
+    lock = Mutex(coord, "/re")
+    assert await lock.acquire()
+    assert await lock.acquire()
+    assert lock.hold_count == 2 and lock.is_held and lock.is_owned_by_current_task()
+    node = lock.node
+
+    async def other_task() -> tuple[bool, bool]:
+        # Same process, same object, another task: it must wait like anyone.
+        return lock.is_owned_by_current_task(), await lock.acquire(timeout=0.2)
+
+    owned, got = await asyncio.create_task(other_task())
+    assert not owned and not got
+    await lock.release()
+    assert lock.is_held and lock.node == node
+    assert len(await lock.participants()) == 1
+    await lock.release()
+    assert not lock.is_held
+    assert await lock.participants() == []
+
+
+async def test_release_by_a_task_that_does_not_hold_it_is_refused(coord: aiocoord.Client) -> None:
+    lock = Mutex(coord, "/owner")
+    with pytest.raises(NotOwnerError):
+        await lock.release()
+    await lock.acquire()
+
+    async def intruder() -> None:
+        await lock.release()
+
+    with pytest.raises(NotOwnerError, match="/owner"):
+        await asyncio.create_task(intruder())
+    assert lock.is_held
+    await lock.release()
+
+
+async def test_timeout_returns_false_and_leaves_no_node(client_factory: ClientFactory) -> None:
+    a, b = await started(client_factory, 2)
+    held = Mutex(a, "/t")
+    await held.acquire()
+    assert not await Mutex(b, "/t").acquire(timeout=0.1)
+    assert [p.node for p in await held.participants()] == [held.node]
+    await held.release()
+
+
+async def test_cancellation_at_every_await_point_leaves_no_node(
+    client_factory: ClientFactory,
+) -> None:
+    a, b = await started(client_factory, 2)
+    held = Mutex(a, "/cancel")
+    await held.acquire()
+    # Cancel the waiter after 0, 1, 2, ... loop iterations: this lands the
+    # cancellation on each await of the acquire path in turn (before the
+    # create is sent, while it is in flight, while listing, while watching).
+    for steps in range(12):
+        waiter = asyncio.create_task(Mutex(b, "/cancel").acquire())
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        assert [p.node for p in await held.participants()] == [held.node], steps
+    await held.release()
+    assert await a.children("/cancel") == []
+
+
+async def test_enclosing_deadline_is_honoured(client_factory: ClientFactory) -> None:
+    a, b = await started(client_factory, 2)
+    held = Mutex(a, "/deadline")
+    await held.acquire()
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.2):
+            await Mutex(b, "/deadline").acquire()
+    assert len(await held.participants()) == 1
+    await held.release()
+
+
+async def test_fencing_tokens_strictly_increase(client_factory: ClientFactory) -> None:
+    clients = await started(client_factory, 3)
+    tokens: list[int] = []
+    for round_ in range(3):
+        for client in clients:
+            lock = Mutex(client, "/fence")
+            async with lock:
+                tokens.append(lock.fencing_token)
+        if round_ == 1:
+            # Even when the (container) lock path is recreated, tokens keep growing.
+            await clients[0].delete_recursive("/fence")
+    assert tokens == sorted(tokens) and len(set(tokens)) == len(tokens)
+
+
+async def test_fenced_transaction_applies_only_while_held(coord: aiocoord.Client) -> None:
+    await coord.create("/resource", b"0")
+    lock = Mutex(coord, "/fenced")
+    async with lock:
+        results = await lock.transaction().set("/resource", b"1").commit()
+        assert isinstance(results[0], aiocoord.Stat)
+        txn = lock.transaction().set("/resource", b"2")
+        await coord.delete(lock.node)  # someone took the lock away
+        with pytest.raises(LockLostError):
+            await txn.commit()
+    assert (await coord.get("/resource"))[0] == b"1"
+
+
+async def test_participants_lists_contenders_in_order_with_their_data(
+    client_factory: ClientFactory, children_reach
+) -> None:
+    a, b = await started(client_factory, 2)
+    first = Mutex(a, "/who", data=b"first")
+    await first.acquire()
+    waiting = asyncio.create_task(take_and_release(Mutex(b, "/who", data=b"second")))
+    await children_reach(a, "/who", 2)
+    people = await first.participants()
+    assert [p.data for p in people] == [b"first", b"second"]
+    assert people[0].node == first.node
+    await first.release()
+    assert await waiting
+    default = Mutex(a, "/who-default")
+    async with default:
+        assert (await default.participants())[0].data.endswith(b"%d" % __import__("os").getpid())
+
+
+async def test_expired_holder_is_told_and_the_next_waiter_gets_the_lock(
+    client_factory: ClientFactory,
+) -> None:
+    a, b = await started(client_factory, 2)
+    holder = Mutex(a, "/expire")
+    cancelled = asyncio.Event()
+    entered = asyncio.Event()
+
+    async def hold_forever() -> None:
+        async with holder.hold(cancel_on_loss=True):
+            entered.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+
+    body = asyncio.create_task(hold_forever())
+    await entered.wait()
+    waiter = Mutex(b, "/expire")
+
+    next_up = asyncio.create_task(take_and_release(waiter))
+    await expire_session(a)
+    with pytest.raises(LockLostError):
+        await body
+    assert cancelled.is_set() and not holder.is_held
+    assert await asyncio.wait_for(next_up, 10) > 0
+
+
+async def test_plain_async_with_raises_lock_lost_on_exit(coord: aiocoord.Client) -> None:
+    lock = Mutex(coord, "/lost-exit")
+    with pytest.raises(LockLostError):
+        async with lock:
+            await expire_session(coord)
+            assert not lock.is_held
+    assert not lock.is_held
+
+
+async def test_wait_lost_completes_on_suspension_under_the_standard_policy(
+    private_zookeeper: ZooKeeperServer,
+) -> None:
+    async with aiocoord.connect(private_zookeeper.connect_string) as client:
+        lock = Mutex(client, "/std")
+        await lock.acquire()
+        lost = asyncio.create_task(lock.wait_lost())
+        drop_connection(client)
+        await asyncio.wait_for(lost, 5)
+        assert not lock.is_held
+        await client.wait_connected(5)
+        await lock.release()  # deletes the node once the session is back
+        assert await client.children("/std") == []
+
+
+async def test_holder_rides_out_a_server_restart_under_the_session_policy(
+    private_zookeeper: ZooKeeperServer, state_log, children_reach
+) -> None:
+    async with (
+        aiocoord.connect(
+            private_zookeeper.connect_string, error_policy=SessionErrorPolicy()
+        ) as holder_client,
+        aiocoord.connect(private_zookeeper.connect_string) as waiter_client,
+    ):
+        log = state_log(holder_client)
+        lock = Mutex(holder_client, "/restart")
+        await lock.acquire()
+        waiter = Mutex(waiter_client, "/restart")
+        queued = asyncio.create_task(take_and_release(waiter))
+        await children_reach(holder_client, "/restart", 2)
+        await private_zookeeper.stop()
+        await log.wait_for(ConnectionState.SUSPENDED)
+        await private_zookeeper.start()
+        await log.wait_for(ConnectionState.RECONNECTED)
+        assert lock.is_held and not queued.done()
+        await lock.release()
+        assert await asyncio.wait_for(queued, 10) > 0  # the waiter's watch survived the restart
+
+
+async def test_read_write_lock_shares_reads_and_excludes_writes(
+    client_factory: ClientFactory,
+) -> None:
+    clients = await started(client_factory, 4)
+    readers_inside = 0
+    max_readers = 0
+    writers_inside = 0
+    violations = 0
+
+    async def reader(client: aiocoord.Client) -> None:
+        nonlocal readers_inside, max_readers, violations
+        lock = ReadWriteLock(client, "/rw").read_lock
+        for _ in range(4):
+            async with lock:
+                readers_inside += 1
+                max_readers = max(max_readers, readers_inside)
+                violations += writers_inside
+                await asyncio.sleep(0.005)
+                readers_inside -= 1
+
+    async def writer(client: aiocoord.Client) -> None:
+        nonlocal writers_inside, violations
+        lock = ReadWriteLock(client, "/rw").write_lock
+        for _ in range(4):
+            async with lock:
+                writers_inside += 1
+                violations += readers_inside + (writers_inside - 1)
+                await asyncio.sleep(0.002)
+                writers_inside -= 1
+
+    await asyncio.gather(
+        *(reader(c) for c in clients for _ in range(2)), writer(clients[0]), writer(clients[1])
+    )
+    assert violations == 0
+    assert max_readers > 1  # reads really were shared
+
+
+async def test_waiting_writer_holds_back_later_readers(
+    client_factory: ClientFactory, children_reach
+) -> None:
+    a, b, c = await started(client_factory, 3)
+    first_reader = ReadWriteLock(a, "/fair").read_lock
+    await first_reader.acquire()
+    writer = ReadWriteLock(b, "/fair").write_lock
+    writer_task = asyncio.create_task(writer.acquire())
+    rw_c = ReadWriteLock(c, "/fair")
+    await children_reach(c, "/fair", 2)
+    # A reader arriving after the waiting writer must not jump ahead of it.
+    assert not await rw_c.read_lock.acquire(timeout=0.2)
+    await first_reader.release()
+    assert await asyncio.wait_for(writer_task, 5) > 0
+
+
+async def test_writer_may_downgrade_but_not_upgrade(coord: aiocoord.Client) -> None:
+    rw = ReadWriteLock(coord, "/grade")
+    await rw.write_lock.acquire()
+    assert await rw.read_lock.acquire(timeout=1)  # writer may read
+    await rw.write_lock.release()  # downgraded: now only a reader
+    assert rw.read_lock.is_held and not rw.write_lock.is_held
+    with pytest.raises(DeadlockError):
+        await rw.write_lock.acquire()
+    await rw.read_lock.release()
+    names = await coord.children("/grade")
+    assert names == []

@@ -1,0 +1,154 @@
+"""Semaphore, SemaphoreMutex and MultiLock against a real server."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+import aiocoord
+from aiocoord import MultiLock, Mutex, NotOwnerError, Semaphore, SemaphoreMutex
+from aiocoord.testing import expire_session
+
+pytestmark = pytest.mark.timeout(120)
+
+ClientFactory = Callable[..., aiocoord.Client]
+
+
+async def started(factory: ClientFactory, n: int) -> list[aiocoord.Client]:
+    clients = [factory() for _ in range(n)]
+    await asyncio.gather(*(c.start() for c in clients))
+    return clients
+
+
+async def test_never_more_than_max_leases(client_factory: ClientFactory) -> None:
+    clients = await started(client_factory, 4)
+    inside = 0
+    peak = 0
+    done = 0
+
+    async def worker(client: aiocoord.Client) -> None:
+        nonlocal inside, peak, done
+        sem = Semaphore(client, "/sem", 3)
+        for _ in range(4):
+            async with sem:
+                inside += 1
+                peak = max(peak, inside)
+                await asyncio.sleep(0.003)
+                inside -= 1
+                done += 1
+
+    await asyncio.gather(*(worker(c) for c in clients for _ in range(2)))
+    assert done == 32 and peak <= 3
+    assert peak > 1  # leases really were shared
+    assert await Semaphore(clients[0], "/sem", 3).lease_nodes() == []
+
+
+async def test_acquire_many_and_release_one_by_one(coord: aiocoord.Client) -> None:
+    sem = Semaphore(coord, "/many", 3)
+    leases = await sem.acquire(2)
+    assert leases is not None and len(leases) == 2
+    assert len(await sem.lease_nodes()) == 2
+    assert await sem.acquire(2, timeout=0.2) is None  # only one left: all or nothing
+    assert len(await sem.lease_nodes()) == 2
+    one = await sem.acquire(1, timeout=1)
+    assert one is not None
+    for lease in [*leases, *one]:
+        await lease.release()
+        await lease.release()  # idempotent
+    assert await sem.lease_nodes() == []
+    with pytest.raises(ValueError):
+        await sem.acquire(4)
+
+
+async def test_a_crashed_holders_lease_comes_back(
+    client_factory: ClientFactory, children_reach
+) -> None:
+    a, b = await started(client_factory, 2)
+    held = await Semaphore(a, "/crash", 1).acquire()
+    assert held is not None
+    waiting = asyncio.create_task(Semaphore(b, "/crash", 1).acquire())
+    await children_reach(a, "/crash/leases", 2)
+    assert not waiting.done()
+    await a.close()  # the holder's process goes away: its ephemeral lease node too
+    leases = await asyncio.wait_for(waiting, 10)
+    assert leases is not None
+    await leases[0].release()
+
+
+async def test_lease_is_lost_with_the_session(coord: aiocoord.Client) -> None:
+    sem = Semaphore(coord, "/lost", 2)
+    leases = await sem.acquire()
+    assert leases is not None
+    lost = asyncio.create_task(leases[0].wait_lost())
+    await expire_session(coord)
+    await asyncio.wait_for(lost, 5)
+    assert leases[0].lost
+    await leases[0].release()  # the node went with the session: nothing to do
+
+
+async def test_cancelled_waiter_leaves_no_lease_node(client_factory: ClientFactory) -> None:
+    a, b = await started(client_factory, 2)
+    sem_a = Semaphore(a, "/cancelled", 1)
+    held = await sem_a.acquire()
+    assert held is not None
+    for steps in range(10):
+        waiter = asyncio.create_task(Semaphore(b, "/cancelled", 1).acquire())
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        assert await sem_a.lease_nodes() == [held[0].node.rsplit("/", 1)[1]], steps
+        assert await a.children("/cancelled/locks") == [], steps
+    await held[0].release()
+
+
+async def test_semaphore_mutex_is_not_reentrant(client_factory: ClientFactory) -> None:
+    a, b = await started(client_factory, 2)
+    lock = SemaphoreMutex(a, "/smutex")
+    assert await lock.acquire()
+    assert lock.is_held
+    assert not await lock.acquire(timeout=0.2)  # waits for itself
+    assert not await SemaphoreMutex(b, "/smutex").acquire(timeout=0.2)
+
+    async def release_elsewhere() -> None:
+        await lock.release()  # not task-bound, unlike Mutex
+
+    await asyncio.create_task(release_elsewhere())
+    assert not lock.is_held
+    with pytest.raises(NotOwnerError):
+        await lock.release()
+    async with SemaphoreMutex(b, "/smutex"):
+        pass
+
+
+async def test_multi_lock_is_all_or_nothing(client_factory: ClientFactory) -> None:
+    a, b = await started(client_factory, 2)
+    blocker = Mutex(b, "/m2")
+    await blocker.acquire()
+    first, second = Mutex(a, "/m1"), Mutex(a, "/m2")
+    multi = MultiLock([first, second])
+    assert not await multi.acquire(timeout=0.3)
+    assert not first.is_held and await a.children("/m1") == []  # rolled back
+    await blocker.release()
+    async with multi:
+        assert first.is_held and second.is_held
+    assert not first.is_held and not second.is_held
+
+
+async def test_multi_lock_rolls_back_on_cancellation(
+    client_factory: ClientFactory, children_reach
+) -> None:
+    a, b = await started(client_factory, 2)
+    blocker = SemaphoreMutex(b, "/c2")
+    await blocker.acquire()
+    first = Mutex(a, "/c1")
+    task = asyncio.create_task(MultiLock([first, SemaphoreMutex(a, "/c2")]).acquire())
+    await children_reach(a, "/c2/leases", 2)  # first taken, waiting for the second
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await a.children("/c1") == []
+    await blocker.release()

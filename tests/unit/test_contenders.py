@@ -1,0 +1,86 @@
+"""The pure queue rules behind every lock (no server)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aiocoord._recipes._contenders import (
+    LOCK_NAME,
+    READ_LOCK_NAME,
+    WRITE_LOCK_NAME,
+    Decision,
+    mutex_rule,
+    read_rule,
+    sequence_key,
+    sort_contenders,
+)
+
+
+def test_sorting_uses_the_sequence_after_the_lock_name() -> None:
+    names = [
+        "_c_bbb-lock-0000000003",
+        "lock-0000000001",  # Curator without protection
+        "_c_aaa-lock-0000000002",
+    ]
+    assert sort_contenders(names, (LOCK_NAME,)) == [names[1], names[2], names[0]]
+    assert sequence_key("_c_x-lock-0000000042", (LOCK_NAME,)) == "0000000042"
+    assert sequence_key("unrelated", (LOCK_NAME,)) == "unrelated"
+
+
+def test_read_write_names_sort_together() -> None:
+    names = ["_c_1-__READ__0000000002", "_c_2-__WRIT__0000000001", "_c_3-__READ__0000000000"]
+    ordered = sort_contenders(names, (WRITE_LOCK_NAME, READ_LOCK_NAME))
+    assert ordered == [names[2], names[1], names[0]]
+
+
+def test_mutex_rule_first_holds_others_watch_their_predecessor() -> None:
+    rule = mutex_rule()
+    order = ["a", "b", "c"]
+    assert rule(order, 0) == Decision(True)
+    assert rule(order, 1) == Decision(False, "a")
+    assert rule(order, 2) == Decision(False, "b")
+
+
+def test_counting_rule_watches_max_leases_ahead() -> None:
+    rule = mutex_rule(2)
+    order = ["a", "b", "c", "d"]
+    assert rule(order, 1).holds
+    assert rule(order, 3) == Decision(False, "b")
+    with pytest.raises(ValueError):
+        mutex_rule(0)
+
+
+def test_readers_share_and_wait_only_for_writers_ahead() -> None:
+    r, w = READ_LOCK_NAME, WRITE_LOCK_NAME
+    order = [f"{r}1", f"{r}2", f"{w}3", f"{r}4", f"{w}5", f"{r}6"]
+    assert read_rule(order, 0).holds and read_rule(order, 1).holds
+    assert read_rule(order, 3) == Decision(False, f"{w}3")
+    assert read_rule(order, 5) == Decision(False, f"{w}5")  # the nearest writer ahead
+
+
+@given(st.lists(st.booleans(), min_size=1, max_size=30), st.data())
+def test_at_most_one_writer_holds_and_never_with_a_reader(
+    kinds: list[bool], data: st.DataObject
+) -> None:
+    """In any queue, holders are either one writer, or a run of readers at the front."""
+    r, w = READ_LOCK_NAME, WRITE_LOCK_NAME
+    order = [f"{w if is_writer else r}{i:010d}" for i, is_writer in enumerate(kinds)]
+    write_rule = mutex_rule()
+    holders = [
+        i
+        for i, name in enumerate(order)
+        if (write_rule if w in name else read_rule)(order, i).holds
+    ]
+    writers = [i for i in holders if w in order[i]]
+    assert len(writers) <= 1
+    if writers:
+        assert holders == writers == [0]
+    else:
+        assert holders == list(range(len(holders)))  # a prefix of readers
+    # Every waiter watches a node ahead of it.
+    i = data.draw(st.integers(0, len(order) - 1))
+    decision = (write_rule if w in order[i] else read_rule)(order, i)
+    if not decision.holds:
+        assert decision.watch in order[:i]
