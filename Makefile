@@ -21,7 +21,8 @@ $(STAMP): pyproject.toml scripts/setup-venv.sh
 zookeeper:
 	@sh scripts/ensure-zookeeper.sh
 
-test: $(STAMP) zookeeper
+test: $(STAMP)
+	@WITH_CURATOR=1 sh scripts/ensure-zookeeper.sh
 	$(PY) -m pytest -m "not chaos" $(PYTEST_ARGS)
 
 lint: $(STAMP)

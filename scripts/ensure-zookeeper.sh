@@ -1,24 +1,27 @@
 #!/bin/sh
-# Make sure a ZooKeeper can be launched locally: Debian's zookeeper package
-# (and a Java runtime) unless the user brings their own.
+# Make sure a ZooKeeper can be launched locally: Debian's zookeeper package and
+# a Java runtime, unless the user brings their own. With WITH_CURATOR=1 also
+# Curator's jars and a JDK (javac), for the interoperability tests.
 set -eu
-if [ -n "${AIOCOORD_ZK:-}" ]; then
-    exit 0  # an external ensemble: nothing to launch
-fi
+need=""
 if [ -n "${ZOOKEEPER_HOME:-}" ]; then
     ls "$ZOOKEEPER_HOME"/lib/*.jar >/dev/null 2>&1 || ls "$ZOOKEEPER_HOME"/*.jar >/dev/null 2>&1 || {
         echo "ZOOKEEPER_HOME=$ZOOKEEPER_HOME holds no ZooKeeper jars" >&2
         exit 1
     }
-    exit 0
+elif [ ! -f /usr/share/java/zookeeper.jar ]; then
+    # Even with AIOCOORD_ZK set, the fault tests launch private servers.
+    need="$need zookeeper"
 fi
-need=""
-[ -f /usr/share/java/zookeeper.jar ] || need="$need zookeeper"
 command -v java >/dev/null 2>&1 || [ -n "${JAVA_HOME:-}" ] || need="$need default-jre-headless"
+if [ "${WITH_CURATOR:-0}" = 1 ]; then
+    [ -f /usr/share/java/curator-recipes.jar ] || need="$need libcurator-recipes-java"
+    command -v javac >/dev/null 2>&1 || need="$need default-jdk-headless"
+fi
 [ -n "$need" ] || exit 0
 if ! command -v apt-get >/dev/null 2>&1; then
-    echo "ZooKeeper jars not found: set ZOOKEEPER_HOME to a ZooKeeper release," >&2
-    echo "or AIOCOORD_ZK to a running ensemble (e.g. docker compose up, see compose.yaml)" >&2
+    echo "missing:$need. Install them, or set ZOOKEEPER_HOME to a ZooKeeper release" >&2
+    echo "(and AIOCOORD_ZK to a running ensemble, e.g. docker compose up, see compose.yaml)" >&2
     exit 1
 fi
 echo "installing Debian packages:$need" >&2

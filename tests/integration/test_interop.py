@@ -1,0 +1,112 @@
+"""Curator and aiocoord on the same znodes: they must exclude and count together.
+
+The Java side is Debian's libcurator-recipes-java, driven by
+tests/interop/CuratorHarness.java, compiled here with javac.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import struct
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import aiocoord
+from aiocoord import Mutex, NodeExistsError
+
+pytestmark = pytest.mark.timeout(180)
+
+HARNESS = Path(__file__).resolve().parents[1] / "interop" / "CuratorHarness.java"
+JARS = Path("/usr/share/java")
+CLASSPATH_JARS = ["curator-recipes.jar", "slf4j-nop.jar"]
+
+
+@pytest.fixture(scope="session")
+def curator_classpath(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Compile the harness once; fail (not skip) if Curator or javac is missing."""
+    missing = [j for j in CLASSPATH_JARS if not (JARS / j).is_file()]
+    javac = shutil.which("javac")
+    if missing or javac is None:
+        pytest.fail(
+            f"Curator interop needs Debian's libcurator-recipes-java and a JDK "
+            f"(missing: {missing or 'javac'}); `make test` installs them"
+        )
+    out = tmp_path_factory.mktemp("curator-harness")
+    libs = ":".join(str(JARS / j) for j in CLASSPATH_JARS)
+    subprocess.run([javac, "-d", str(out), "-cp", libs, str(HARNESS)], check=True)
+    yield f"{out}:{libs}"
+
+
+async def start_curator(classpath: str, *args: str) -> asyncio.subprocess.Process:
+    java = shutil.which("java")
+    assert java is not None
+    proc = await asyncio.create_subprocess_exec(
+        java,
+        "-cp",
+        classpath,
+        "CuratorHarness",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    assert proc.stdout is not None
+    first = await asyncio.wait_for(proc.stdout.readline(), 60)
+    assert first.strip() == b"READY", first
+    return proc
+
+
+async def finish(proc: asyncio.subprocess.Process) -> str:
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), 120)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    text = out.decode()
+    assert proc.returncode == 0, text
+    return text
+
+
+async def test_curator_and_aiocoord_exclude_each_other_on_one_mutex(
+    curator_classpath: str, zookeeper, client_factory
+) -> None:
+    ns = zookeeper.namespace
+    clients = [client_factory() for _ in range(2)]
+    await asyncio.gather(*(c.start() for c in clients))
+    await clients[0].create("/counter", struct.pack(">q", 0))
+    iterations = 40
+    javas = [
+        await start_curator(
+            curator_classpath,
+            "mutex",
+            zookeeper.connect_string,
+            f"{ns}/lock",
+            f"{ns}/inside",
+            f"{ns}/counter",
+            str(iterations),
+        )
+        for _ in range(2)
+    ]
+
+    async def python_side(client: aiocoord.Client) -> None:
+        lock = Mutex(client, "/lock")
+        for _ in range(iterations):
+            async with lock:
+                try:
+                    await client.create("/inside", ephemeral=True)
+                except NodeExistsError:
+                    pytest.fail("a Curator holder was inside while aiocoord held the lock")
+                data, _stat = await client.get("/counter")
+                await asyncio.sleep(0.001)
+                await client.set("/counter", struct.pack(">q", struct.unpack(">q", data)[0] + 1))
+                await client.delete("/inside")
+
+    await asyncio.gather(*(python_side(c) for c in clients), *(finish(j) for j in javas))
+    data, _ = await clients[0].get("/counter")
+    # Every increment was a read-modify-write under the lock: none was lost.
+    assert struct.unpack(">q", data)[0] == 4 * iterations
+    assert await clients[0].children("/lock") == []
