@@ -105,6 +105,17 @@ class Connection(asyncio.Protocol):
                 offset = stop
                 if self._handshake.done():
                     self._dispatch(frame)
+                elif len(frame) == _zk.REPLY_HEADER.size:
+                    # A bare reply header (a ConnectResponse has at least 20 bytes): the
+                    # server refused the session, e.g. NOTREADONLY from a read-only
+                    # server that runs without localSessionsEnabled.
+                    _xid, _zxid, err = _zk.REPLY_HEADER.unpack_from(frame, 0)
+                    refusal = error_for_code(err) if err else None
+                    self._handshake.set_exception(
+                        ConnectionLossError(f"server refused the session: {refusal!r}")
+                    )
+                    self.abort()
+                    break
                 else:
                     self._handshake.set_result(_zk.parse_connect_reply(frame))
         except Exception:

@@ -9,12 +9,14 @@ side. The pytest plugin (installed with aiocoord) adds the fixtures
 from ._expire import drop_connection as drop_connection
 from ._expire import expire_session as expire_session
 from ._fourletter import four_letter_word as four_letter_word
+from ._server import READ_ONLY_MODE as READ_ONLY_MODE
 from ._server import ZooKeeperEnsemble as ZooKeeperEnsemble
 from ._server import ZooKeeperNotFoundError as ZooKeeperNotFoundError
 from ._server import ZooKeeperServer as ZooKeeperServer
 from ._server import find_zookeeper_classpath as find_zookeeper_classpath
 
 __all__ = [
+    "READ_ONLY_MODE",
     "ZooKeeperEnsemble",
     "ZooKeeperNotFoundError",
     "ZooKeeperServer",

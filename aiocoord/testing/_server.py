@@ -14,9 +14,11 @@ import contextlib
 import ctypes
 import os
 import random
+import secrets
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -35,12 +37,16 @@ __all__ = [
     "ZooKeeperNotFoundError",
     "ZooKeeperServer",
     "find_java",
+    "find_keytool",
     "find_zookeeper_classpath",
 ]
 
 HOST = "127.0.0.1"
 DEBIAN_JAVA_DIR = Path("/usr/share/java")
 SERVING_MODES = frozenset({"standalone", "leader", "follower", "observer"})
+READ_ONLY_MODE = "read-only"
+"""What ``srvr`` reports for a member serving reads only (``-Dreadonlymode.enabled=true``)."""
+_NETTY_FACTORY = "org.apache.zookeeper.server.NettyServerCnxnFactory"
 _STANDALONE_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
 _QUORUM_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 _INSTALL_HINT = (
@@ -65,6 +71,11 @@ def find_zookeeper_classpath(*, log: bool = False) -> str:
     ``$ZOOKEEPER_HOME`` (an Apache release: ``*.jar`` and ``lib/*.jar``) wins; otherwise
     Debian's jars in /usr/share/java are used, with slf4j-nop (silent) or, when *log*
     is true, slf4j-simple (logs to stderr).
+
+    Debian's zookeeper.jar lists netty-handler but not netty-codec in its manifest's
+    Class-Path, and Netty's ``SslHandler`` extends netty-codec's ``ByteToMessageDecoder``:
+    without that jar a TLS port accepts TCP and then drops every connection
+    (``ClassNotFoundException`` in the server log). So netty-codec.jar is added.
     """
     home = os.environ.get("ZOOKEEPER_HOME")
     if home:
@@ -84,6 +95,9 @@ def find_zookeeper_classpath(*, log: bool = False) -> str:
         raise ZooKeeperNotFoundError(
             f"ZooKeeper jars not found ({', '.join(missing)}); " + _INSTALL_HINT
         )
+    codec = DEBIAN_JAVA_DIR / "netty-codec.jar"
+    if codec.is_file():
+        required.append(codec)
     bindings = (
         ["slf4j-simple.jar", "slf4j-nop.jar"] if log else ["slf4j-nop.jar", "slf4j-simple.jar"]
     )
@@ -103,6 +117,21 @@ def find_java() -> str:
     if found is None:
         raise ZooKeeperNotFoundError(
             "no `java` executable (checked $JAVA_HOME/bin and PATH); " + _INSTALL_HINT
+        )
+    return found
+
+
+def find_keytool() -> str:
+    """Return the JDK's ``keytool``: next to :func:`find_java`'s ``java``, else on PATH."""
+    java = Path(find_java())
+    for bin_dir in (java.parent, java.resolve().parent):
+        candidate = bin_dir / "keytool"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which("keytool")
+    if found is None:
+        raise ZooKeeperNotFoundError(
+            f"no `keytool` next to {java} or on PATH (needed for tls=True); " + _INSTALL_HINT
         )
     return found
 
@@ -227,9 +256,13 @@ class _Quorum:
     def allocate(self) -> None:
         if self.allocated:
             return
-        ports = _free_ports(3 * len(self.members))
-        for i, member in enumerate(self.members):
-            member._port, member._peer_port, member._election_port = ports[3 * i : 3 * i + 3]
+        ports = iter(_free_ports(sum(4 if m.tls else 3 for m in self.members)))
+        for member in self.members:
+            member._port = next(ports)
+            member._peer_port = next(ports)
+            member._election_port = next(ports)
+            if member.tls:
+                member._secure_port = next(ports)
         self.allocated = True
 
     def server_lines(self) -> dict[str, str]:
@@ -244,6 +277,11 @@ class ZooKeeperServer:
     ``async with ZooKeeperServer() as zk:`` starts it and waits until it serves; leaving
     the block stops it and removes the data dir. In between, the server can be stopped,
     killed, paused and restarted (same port and data, so sessions survive a restart).
+
+    With ``tls=True`` it also serves TLS on :attr:`secure_port` (the plain port stays):
+    a self-signed certificate for 127.0.0.1 is made with the JDK's ``keytool`` on the
+    first start, and :meth:`client_ssl_context` trusts it. TLS needs ZooKeeper's Netty
+    connection factory, so both ports use Netty then.
     """
 
     def __init__(
@@ -258,6 +296,7 @@ class ZooKeeperServer:
         jvm_args: Sequence[str] = (),
         heap_mb: int = 256,
         log: bool = False,
+        tls: bool = False,
     ) -> None:
         if min_session_timeout_ms > max_session_timeout_ms:
             raise ValueError("min_session_timeout_ms > max_session_timeout_ms")
@@ -270,6 +309,9 @@ class ZooKeeperServer:
         self.jvm_args: tuple[str, ...] = tuple(jvm_args)
         self.heap_mb = heap_mb
         self.log = log
+        self.tls = tls
+        self._secure_port: int | None = None
+        self._tls_password = secrets.token_hex(16)
         self._data_dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._paused = False
@@ -283,7 +325,8 @@ class ZooKeeperServer:
     def __repr__(self) -> str:
         kind = f"member {self._myid}" if self._quorum else "standalone"
         state = "paused" if self.is_paused else "running" if self.is_running else "stopped"
-        return f"<ZooKeeperServer {kind} {HOST}:{self._port} pid={self.pid} {state}>"
+        tls = f" tls:{self._secure_port}" if self.tls else ""
+        return f"<ZooKeeperServer {kind} {HOST}:{self._port}{tls} pid={self.pid} {state}>"
 
     # -- properties
 
@@ -292,14 +335,23 @@ class ZooKeeperServer:
         """Always 127.0.0.1."""
         return HOST
 
+    def _allocate_ports(self) -> None:
+        if self._quorum is not None:
+            self._quorum.allocate()
+            return
+        # One batch of distinct ports; a port the caller chose may be among them.
+        taken = {p for p in (self._port, self._secure_port) if p is not None}
+        fresh = iter(p for p in _free_ports(2 + len(taken)) if p not in taken)
+        if self._port is None:
+            self._port = next(fresh)
+        if self.tls and self._secure_port is None:
+            self._secure_port = next(fresh)
+
     @property
     def port(self) -> int:
         """The client port (picked on first use, kept across restarts)."""
         if self._port is None:
-            if self._quorum is not None:
-                self._quorum.allocate()
-            else:
-                self._port = _free_ports(1)[0]
+            self._allocate_ports()
         assert self._port is not None
         return self._port
 
@@ -307,6 +359,35 @@ class ZooKeeperServer:
     def connect_string(self) -> str:
         """``127.0.0.1:<port>``."""
         return f"{HOST}:{self.port}"
+
+    @property
+    def secure_port(self) -> int:
+        """The TLS client port (``secureClientPort``); only with ``tls=True``."""
+        self._require_tls()
+        if self._secure_port is None:
+            self._allocate_ports()
+        assert self._secure_port is not None
+        return self._secure_port
+
+    @property
+    def secure_connect_string(self) -> str:
+        """``127.0.0.1:<secure_port>``; connect with ``ssl_context=client_ssl_context()``."""
+        return f"{HOST}:{self.secure_port}"
+
+    @property
+    def tls_ca_file(self) -> Path:
+        """The server's self-signed certificate (PEM), made on the first :meth:`start`."""
+        self._require_tls()
+        return self.data_dir / "tls" / "server-cert.pem"
+
+    def client_ssl_context(self) -> ssl.SSLContext:
+        """A client context that trusts this server's certificate (and no other) and
+        checks that it is issued to 127.0.0.1 (its only name: ``IP:127.0.0.1``)."""
+        return _client_context([self])
+
+    def _require_tls(self) -> None:
+        if not self.tls:
+            raise RuntimeError(f"{self!r} was not created with tls=True")
 
     @property
     def myid(self) -> int | None:
@@ -371,8 +452,44 @@ class ZooKeeperServer:
         if self._closed:
             raise RuntimeError(f"{self!r} is closed")
         if not self.is_running:
+            if self.tls:
+                await self._make_certificate()
             self._spawn()
         await self._wait_serving(timeout)
+
+    async def _make_certificate(self) -> None:
+        """Make the keystore and the PEM of :attr:`tls_ca_file`, once per data dir.
+
+        Each certificate gets a subject of its own: a context that trusts several
+        self-signed certificates (an ensemble's) finds the right one by subject name.
+        """
+        tls_dir = self.data_dir / "tls"
+        keystore = tls_dir / "keystore.p12"
+        pem = self.tls_ca_file
+        if keystore.is_file() and pem.is_file():
+            return
+        tls_dir.mkdir(exist_ok=True)
+        keystore.unlink(missing_ok=True)
+        keytool = find_keytool()
+        store = ["-keystore", str(keystore), "-storetype", "PKCS12"]
+        store += ["-storepass", self._tls_password]
+        generate = [
+            keytool, "-genkeypair", "-noprompt", "-alias", "zookeeper",
+            "-keyalg", "EC", "-groupname", "secp256r1", "-sigalg", "SHA256withECDSA",
+            "-dname", f"CN={HOST},OU=aiocoord-test-{secrets.token_hex(8)}",
+            "-ext", f"SAN=IP:{HOST}",
+            "-ext", "KU=digitalSignature", "-ext", "EKU=serverAuth",
+            "-startdate", "-1d", "-validity", "30",
+            "-keypass", self._tls_password, *store,
+        ]  # fmt: skip
+        export = [keytool, "-exportcert", "-rfc", "-alias", "zookeeper", "-file", str(pem)]
+        for command in (generate, export + store):
+            result = await anyio.run_process(command, check=False, cwd=tls_dir)
+            if result.returncode != 0:
+                output = (result.stdout + result.stderr).decode(errors="replace")
+                raise RuntimeError(
+                    f"keytool {command[1]} failed (status {result.returncode}): " + output.strip()
+                )
 
     def _spawn(self) -> None:
         classpath = find_zookeeper_classpath(log=self.log)
@@ -399,6 +516,21 @@ class ZooKeeperServer:
                 **self._quorum.server_lines(),
             }
             (data_dir / "myid").write_text(f"{self._myid}\n")
+        if self.tls:
+            # Keys ZooKeeper does not know become system properties "zookeeper.<key>".
+            config |= {
+                "secureClientPort": str(self.secure_port),
+                "secureClientPortAddress": HOST,
+                "serverCnxnFactory": _NETTY_FACTORY,
+                "ssl.keyStore.location": str(data_dir / "tls" / "keystore.p12"),
+                "ssl.keyStore.password": self._tls_password,
+                "ssl.keyStore.type": "PKCS12",
+                # The trust store would check client certificates, which clientAuth=none
+                # does not ask for; ZooKeeper still builds a trust manager from it.
+                "ssl.trustStore.location": str(self.tls_ca_file),
+                "ssl.trustStore.type": "PEM",
+                "ssl.clientAuth": "none",
+            }
         config |= self.extra_config
         config_path = data_dir / "zoo.cfg"
         config_path.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
@@ -454,18 +586,50 @@ class ZooKeeperServer:
                     f"(last: {last}); end of {self.log_path}:\n{self.log_tail()}"
                 )
             per_try = min(1.0, max(remaining, 0.05))
+            step = "ruok"
             try:
                 answer = await four_letter_word(HOST, self.port, "ruok", timeout=per_try)
                 if answer.strip() != "imok":
                     last = f"ruok -> {answer!r}"
                 else:
+                    step = "srvr"
                     info = await self.srvr(timeout=per_try)
-                    if info.get("Mode") in SERVING_MODES:
+                    if info.get("Mode") not in SERVING_MODES:
+                        last = f"srvr -> {info.get('Mode') or info.get('', '')!r}"
+                    elif not self.tls:
                         return
-                    last = f"srvr -> {info.get('Mode') or info.get('', '')!r}"
+                    else:
+                        step = f"TLS handshake with {self.secure_connect_string}"
+                        await self._tls_handshake(per_try)
+                        return
             except OSError as exc:
-                last = repr(exc)
+                last = f"{step}: {exc!r}"
             await anyio.sleep(0.05)
+
+    async def _tls_handshake(self, timeout: float) -> None:
+        """Complete a TLS handshake on the secure port (an OSError if it fails).
+
+        More than a TCP accept: Netty accepts and then drops the connection when TLS
+        cannot be set up (unreadable keystore, missing classes), which only the server
+        log would otherwise show.
+        """
+        with anyio.fail_after(timeout):
+            try:
+                stream = await anyio.connect_tcp(
+                    HOST,
+                    self.secure_port,
+                    ssl_context=self.client_ssl_context(),
+                    tls_standard_compatible=False,  # closing waits for no close_notify
+                )
+            except OSError as exc:
+                if isinstance(exc.__cause__, OSError):
+                    raise exc.__cause__ from None
+                raise
+            except (anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+                raise ConnectionResetError(
+                    f"{self.secure_connect_string} dropped the TLS handshake"
+                ) from exc
+        await stream.aclose()
 
     async def stop(self, grace: float = 10.0) -> None:
         """Stop gracefully: SIGTERM, then SIGKILL if it has not exited after *grace* s."""
@@ -573,12 +737,58 @@ class ZooKeeperServer:
         return info
 
     async def mode(self, *, timeout: float = 5.0) -> str:
-        """``"standalone"``, ``"leader"`` or ``"follower"``; RuntimeError if not serving."""
+        """``"standalone"``, ``"leader"``, ``"follower"``, ``"observer"`` or
+        ``"read-only"`` (:data:`READ_ONLY_MODE`); RuntimeError if not serving."""
         info = await self.srvr(timeout=timeout)
         mode = info.get("Mode")
         if mode is None:
             raise RuntimeError(f"{self!r} is not serving: {info.get('', info)!r}")
         return mode
+
+    async def wait_for_mode(self, *modes: str, timeout: float = 30.0) -> str:
+        """Wait until ``srvr`` reports one of *modes*; return it.
+
+        E.g. ``await member.wait_for_mode(READ_ONLY_MODE)`` once its quorum is gone
+        (with ``-Dreadonlymode.enabled=true`` among its ``jvm_args``). TimeoutError
+        after *timeout* s; RuntimeError (with the end of the log) if the JVM exits.
+        """
+        if not modes:
+            raise ValueError("name at least one mode")
+        deadline = time.monotonic() + timeout
+        last = "no answer yet"
+        while True:
+            proc = self._proc
+            if proc is None or proc.poll() is not None:
+                raise RuntimeError(f"{self!r} is not running; end of log:\n{self.log_tail()}")
+            per_try = min(2.0, max(deadline - time.monotonic(), 0.05))
+            try:
+                mode = await self.mode(timeout=per_try)
+                if mode in modes:
+                    return mode
+                last = mode
+            except (OSError, RuntimeError) as exc:
+                last = str(exc) or repr(exc)
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"{self!r} not in mode {' or '.join(modes)} after {timeout:g}s (last: {last})"
+                )
+            await anyio.sleep(0.05)
+
+
+def _client_context(servers: Sequence[ZooKeeperServer]) -> ssl.SSLContext:
+    """Verify the peer's certificate and name against these servers' certificates only."""
+    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+    context.load_verify_locations(cadata="".join(_read_pem(server) for server in servers))
+    return context
+
+
+def _read_pem(server: ZooKeeperServer) -> str:
+    try:
+        return server.tls_ca_file.read_text()
+    except FileNotFoundError:
+        raise RuntimeError(
+            f"{server!r} has no certificate yet: it is made on the first start()"
+        ) from None
 
 
 # --------------------------------------------------------------------------- ensemble
@@ -603,6 +813,7 @@ class ZooKeeperEnsemble:
         jvm_args: Sequence[str] = (),
         heap_mb: int = 256,
         log: bool = False,
+        tls: bool = False,
     ) -> None:
         if size < 1:
             raise ValueError("an ensemble needs at least one member")
@@ -616,6 +827,7 @@ class ZooKeeperEnsemble:
                 jvm_args=jvm_args,
                 heap_mb=heap_mb,
                 log=log,
+                tls=tls,
             )
             for _ in range(size)
         ]
@@ -637,6 +849,15 @@ class ZooKeeperEnsemble:
     def connect_string(self) -> str:
         """All members' ``host:port``, comma-separated."""
         return ",".join(m.connect_string for m in self.members)
+
+    @property
+    def secure_connect_string(self) -> str:
+        """All members' ``host:secure_port`` (``tls=True`` only), comma-separated."""
+        return ",".join(m.secure_connect_string for m in self.members)
+
+    def client_ssl_context(self) -> ssl.SSLContext:
+        """A client context that trusts every member's certificate (``tls=True`` only)."""
+        return _client_context(self.members)
 
     async def __aenter__(self) -> ZooKeeperEnsemble:
         try:
