@@ -28,6 +28,15 @@ from ._exceptions import SessionMovedError as SessionMovedError
 from ._exceptions import TTLNodesDisabledError as TTLNodesDisabledError
 from ._exceptions import UnimplementedError as UnimplementedError
 from ._exceptions import ZooKeeperError as ZooKeeperError
+from ._recipes._counter import AtomicBytes as AtomicBytes
+from ._recipes._counter import AtomicInt as AtomicInt
+from ._recipes._counter import AtomicLong as AtomicLong
+from ._recipes._counter import AtomicStats as AtomicStats
+from ._recipes._counter import AtomicValue as AtomicValue
+from ._recipes._counter import BoundExceededError as BoundExceededError
+from ._recipes._counter import CounterOverflowError as CounterOverflowError
+from ._recipes._counter import OutcomeUnknownError as OutcomeUnknownError
+from ._recipes._counter import PromotedToLock as PromotedToLock
 from ._recipes._lease import Lease as Lease
 from ._recipes._lock import FencedTransaction as FencedTransaction
 from ._recipes._lock import HoldContext as HoldContext
@@ -39,8 +48,11 @@ from ._recipes._multilock import MultiLock as MultiLock
 from ._recipes._semaphore import Semaphore as Semaphore
 from ._recipes._semaphore import SemaphoreLease as SemaphoreLease
 from ._recipes._semaphore import SemaphoreMutex as SemaphoreMutex
+from ._recipes._shared_count import SharedCount as SharedCount
+from ._recipes._shared_count import VersionedValue as VersionedValue
 from ._session._batch import Pipeline as Pipeline
 from ._session._batch import Transaction as Transaction
+from ._session._broadcast import Subscription as Subscription
 from ._session._client import Client as Client
 from ._session._client import StateChanges as StateChanges
 from ._session._client import connect as connect
@@ -74,9 +86,15 @@ __all__ = [
     "OPEN_ACL_UNSAFE",
     "READ_ACL_UNSAFE",
     "APIError",
+    "AtomicBytes",
+    "AtomicInt",
+    "AtomicLong",
+    "AtomicStats",
+    "AtomicValue",
     "AuthFailedError",
     "BadArgumentsError",
     "BadVersionError",
+    "BoundExceededError",
     "BoundedExponentialBackoff",
     "Client",
     "ClientClosedError",
@@ -84,6 +102,7 @@ __all__ = [
     "ConnectionState",
     "CoordinationError",
     "CorruptValueError",
+    "CounterOverflowError",
     "DataTooLargeError",
     "DeadlockError",
     "ErrorPolicy",
@@ -106,10 +125,12 @@ __all__ = [
     "NotOwnerError",
     "NotReadOnlyError",
     "OperationTimeoutError",
+    "OutcomeUnknownError",
     "OwnershipError",
     "Participant",
     "Perm",
     "Pipeline",
+    "PromotedToLock",
     "ReadWriteLock",
     "RetryForever",
     "RetryNTimes",
@@ -122,12 +143,15 @@ __all__ = [
     "SessionErrorPolicy",
     "SessionExpiredError",
     "SessionMovedError",
+    "SharedCount",
     "StandardErrorPolicy",
     "Stat",
     "StateChanges",
+    "Subscription",
     "TTLNodesDisabledError",
     "Transaction",
     "UnimplementedError",
+    "VersionedValue",
     "Watch",
     "WatchEvent",
     "ZooKeeperError",

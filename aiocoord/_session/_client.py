@@ -21,9 +21,7 @@ import random
 import ssl
 import time
 import uuid
-import weakref
-from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 from .. import _paths
@@ -42,6 +40,7 @@ from .._exceptions import (
 from .._types import ACL, OPEN_ACL_UNSAFE, EventType, Stat, WatchEvent
 from . import _zk
 from ._batch import Pipeline, Transaction
+from ._broadcast import Broadcast, Subscription
 from ._connection import Connection, open_connection
 from ._retry import BoundedExponentialBackoff, RetryPolicy, call_with_retry
 from ._state import ConnectionState, ErrorPolicy, StandardErrorPolicy
@@ -113,48 +112,8 @@ def _check_version(version: object) -> int:
     return version
 
 
-class StateChanges:
-    """An async iterator over connection state transitions, from its creation on.
-
-    Every transition is queued (none dropped); iteration ends when the client
-    closes. Use ``aclose()`` or ``async with`` to stop listening early.
-    """
-
-    def __init__(self, client: Client) -> None:
-        self._queue: deque[ConnectionState] = deque()
-        self._wakeup: asyncio.Event = asyncio.Event()
-        self._ended = False
-        self._client = client
-        client._streams.add(self)
-
-    def _push(self, state: ConnectionState) -> None:
-        self._queue.append(state)
-        self._wakeup.set()
-
-    def _end(self) -> None:
-        self._ended = True
-        self._wakeup.set()
-
-    def __aiter__(self) -> StateChanges:
-        return self
-
-    async def __anext__(self) -> ConnectionState:
-        while not self._queue:
-            if self._ended:
-                raise StopAsyncIteration
-            self._wakeup.clear()
-            await self._wakeup.wait()
-        return self._queue.popleft()
-
-    async def aclose(self) -> None:
-        self._client._streams.discard(self)
-        self._end()
-
-    async def __aenter__(self) -> StateChanges:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+StateChanges = Subscription[ConnectionState]
+"""An async iterator over connection state transitions (see :meth:`Client.state_changes`)."""
 
 
 class Client:
@@ -216,8 +175,7 @@ class Client:
         self._last_zxid = 0
         self._session_lost = False
         self._watches = WatchRegistry()
-        self._listeners: list[ListenerCallback] = []
-        self._streams: weakref.WeakSet[StateChanges] = weakref.WeakSet()
+        self._states: Broadcast[ConnectionState] = Broadcast()
         self._runner: asyncio.Task[None] | None = None
         self._closing = False
         self._closed = False
@@ -286,9 +244,7 @@ class Client:
         if self._ready is not None and not self._ready.done():
             self._ready.set_exception(error)
             self._ready.exception()
-        for stream in list(self._streams):
-            stream._end()
-        self._streams.clear()
+        self._states.close()
 
     # --- session facts --------------------------------------------------------
 
@@ -336,15 +292,14 @@ class Client:
 
     def add_listener(self, callback: ListenerCallback) -> None:
         """Call ``callback(state)`` on every transition, in order, from the session task."""
-        self._listeners.append(callback)
+        self._states.add_listener(callback)
 
     def remove_listener(self, callback: ListenerCallback) -> None:
-        with contextlib.suppress(ValueError):
-            self._listeners.remove(callback)
+        self._states.remove_listener(callback)
 
     def state_changes(self) -> StateChanges:
-        """Every state transition from now on, as an async iterator."""
-        return StateChanges(self)
+        """Every state transition from now on, as an async iterator (ends on close)."""
+        return self._states.subscribe()
 
     async def wait_connected(self, timeout: float | None = None) -> bool:
         """Wait until connected; False if ``timeout`` passed first."""
@@ -362,13 +317,7 @@ class Client:
     def _set_state(self, state: ConnectionState) -> None:
         log.info("ZooKeeper connection state: %s", state.value)
         self._state = state
-        for callback in list(self._listeners):
-            try:
-                callback(state)
-            except Exception:
-                log.exception("connection state listener %r failed", callback)
-        for stream in list(self._streams):
-            stream._push(state)
+        self._states.publish(state)
 
     async def _run(self) -> None:
         try:
@@ -1032,7 +981,7 @@ class Client:
         finally:
             watch.cancel()
 
-    async def data_changes(self, path: str) -> AsyncIterator[tuple[bytes, Stat] | None]:
+    async def data_changes(self, path: str) -> AsyncGenerator[tuple[bytes, Stat] | None, None]:
         """The node's contents now and after every change: ``(data, stat)``, or None while
         it does not exist. Intermediate states may be skipped (the latest one is always
         seen); a lost session is ridden out. Ends when the client closes."""
@@ -1062,7 +1011,7 @@ class Client:
                 if watch is not None:
                     watch.cancel()
 
-    async def children_changes(self, path: str) -> AsyncIterator[list[str] | None]:
+    async def children_changes(self, path: str) -> AsyncGenerator[list[str] | None, None]:
         """The node's children (sorted) now and after every change; None while the node
         does not exist. Ends when the client closes."""
         last: list[str] | bool | None = False

@@ -86,3 +86,17 @@ async def _children_reach(client: aiocoord.Client, path: str, count: int) -> lis
 @pytest.fixture
 def children_reach() -> Callable[[aiocoord.Client, str, int], Awaitable[list[str]]]:
     return _children_reach
+
+
+async def _children_of(client: aiocoord.Client, path: str) -> list[str]:
+    """The children of ``path``, or [] if it is gone: recipe paths are containers, which
+    the server sweeps away (every second on test servers) once they are empty."""
+    try:
+        return sorted(await client.children(path))
+    except aiocoord.NoNodeError:
+        return []
+
+
+@pytest.fixture
+def children_of() -> Callable[[aiocoord.Client, str], Awaitable[list[str]]]:
+    return _children_of

@@ -10,7 +10,7 @@ import asyncio
 import shutil
 import struct
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -72,7 +72,7 @@ async def finish(proc: asyncio.subprocess.Process) -> str:
 
 
 async def test_curator_and_aiocoord_exclude_each_other_on_one_mutex(
-    curator_classpath: str, zookeeper, client_factory
+    curator_classpath: str, zookeeper, client_factory, children_of
 ) -> None:
     ns = zookeeper.namespace
     clients = [client_factory() for _ in range(2)]
@@ -109,4 +109,4 @@ async def test_curator_and_aiocoord_exclude_each_other_on_one_mutex(
     data, _ = await clients[0].get("/counter")
     # Every increment was a read-modify-write under the lock: none was lost.
     assert struct.unpack(">q", data)[0] == 4 * iterations
-    assert await clients[0].children("/lock") == []
+    assert await children_of(clients[0], "/lock") == []

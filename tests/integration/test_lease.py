@@ -16,7 +16,7 @@ pytestmark = pytest.mark.timeout(60)
 ClientFactory = Callable[..., aiocoord.Client]
 
 
-async def test_only_one_holder_at_a_time(client_factory: ClientFactory) -> None:
+async def test_only_one_holder_at_a_time(client_factory: ClientFactory, children_of) -> None:
     clients = [client_factory() for _ in range(3)]
     await asyncio.gather(*(c.start() for c in clients))
     leases = [Lease(c, "/lease", ttl=30, holder=f"worker-{i}") for i, c in enumerate(clients)]
@@ -26,11 +26,11 @@ async def test_only_one_holder_at_a_time(client_factory: ClientFactory) -> None:
     assert winner.is_held and 29 < winner.remaining <= 30
     assert [lease.is_held for lease in leases].count(True) == 1
     # Losers leave nothing behind.
-    assert len(await clients[0].children("/lease")) == 1
+    assert len(await children_of(clients[0], "/lease")) == 1
     assert await winner.try_acquire()  # already ours: renews
     await winner.release()
     assert not winner.is_held
-    assert await clients[0].children("/lease") == []
+    assert await children_of(clients[0], "/lease") == []
     loser = leases[wins.index(False)]
     assert await loser.try_acquire()
     await loser.release()
@@ -70,7 +70,9 @@ async def test_renew_keeps_the_lease_past_its_ttl(client_factory: ClientFactory)
     await holder.release()
 
 
-async def test_the_same_holder_takes_its_lease_back(client_factory: ClientFactory) -> None:
+async def test_the_same_holder_takes_its_lease_back(
+    client_factory: ClientFactory, children_of
+) -> None:
     a, b = client_factory(), client_factory()
     await a.start()
     await b.start()
@@ -80,7 +82,7 @@ async def test_the_same_holder_takes_its_lease_back(client_factory: ClientFactor
     after = Lease(b, "/again", ttl=30, holder="svc-1")
     assert await after.try_acquire()
     assert after.node == before.node
-    assert len(await b.children("/again")) == 1
+    assert len(await children_of(b, "/again")) == 1
     await after.release()
 
 

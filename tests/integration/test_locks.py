@@ -54,7 +54,9 @@ class Overlap:
         self.inside -= 1
 
 
-async def test_mutual_exclusion_across_clients_and_tasks(client_factory: ClientFactory) -> None:
+async def test_mutual_exclusion_across_clients_and_tasks(
+    client_factory: ClientFactory, children_of
+) -> None:
     clients = await started(client_factory, 4)
     overlap = Overlap()
 
@@ -67,7 +69,7 @@ async def test_mutual_exclusion_across_clients_and_tasks(client_factory: ClientF
     await asyncio.gather(*(worker(c) for c in clients for _ in range(3)))
     assert overlap.entries == 4 * 3 * 5
     assert overlap.max_inside == 1
-    assert await clients[0].children("/lock") == []
+    assert await children_of(clients[0], "/lock") == []
 
 
 async def test_waiters_are_served_in_the_order_they_queued(
@@ -139,7 +141,7 @@ async def test_timeout_returns_false_and_leaves_no_node(client_factory: ClientFa
 
 
 async def test_cancellation_at_every_await_point_leaves_no_node(
-    client_factory: ClientFactory,
+    client_factory: ClientFactory, children_of
 ) -> None:
     a, b = await started(client_factory, 2)
     held = Mutex(a, "/cancel")
@@ -156,7 +158,7 @@ async def test_cancellation_at_every_await_point_leaves_no_node(
             await waiter
         assert [p.node for p in await held.participants()] == [held.node], steps
     await held.release()
-    assert await a.children("/cancel") == []
+    assert await children_of(a, "/cancel") == []
 
 
 async def test_enclosing_deadline_is_honoured(client_factory: ClientFactory) -> None:
@@ -254,7 +256,7 @@ async def test_plain_async_with_raises_lock_lost_on_exit(coord: aiocoord.Client)
 
 
 async def test_wait_lost_completes_on_suspension_under_the_standard_policy(
-    private_zookeeper: ZooKeeperServer,
+    private_zookeeper: ZooKeeperServer, children_of
 ) -> None:
     async with aiocoord.connect(private_zookeeper.connect_string) as client:
         lock = Mutex(client, "/std")
@@ -265,7 +267,7 @@ async def test_wait_lost_completes_on_suspension_under_the_standard_policy(
         assert not lock.is_held
         await client.wait_connected(5)
         await lock.release()  # deletes the node once the session is back
-        assert await client.children("/std") == []
+        assert await children_of(client, "/std") == []
 
 
 async def test_holder_rides_out_a_server_restart_under_the_session_policy(
@@ -345,7 +347,7 @@ async def test_waiting_writer_holds_back_later_readers(
     assert await asyncio.wait_for(writer_task, 5) > 0
 
 
-async def test_writer_may_downgrade_but_not_upgrade(coord: aiocoord.Client) -> None:
+async def test_writer_may_downgrade_but_not_upgrade(coord: aiocoord.Client, children_of) -> None:
     rw = ReadWriteLock(coord, "/grade")
     await rw.write_lock.acquire()
     assert await rw.read_lock.acquire(timeout=1)  # writer may read
@@ -354,5 +356,4 @@ async def test_writer_may_downgrade_but_not_upgrade(coord: aiocoord.Client) -> N
     with pytest.raises(DeadlockError):
         await rw.write_lock.acquire()
     await rw.read_lock.release()
-    names = await coord.children("/grade")
-    assert names == []
+    assert await children_of(coord, "/grade") == []

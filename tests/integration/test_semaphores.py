@@ -88,7 +88,9 @@ async def test_lease_is_lost_with_the_session(coord: aiocoord.Client) -> None:
     await leases[0].release()  # the node went with the session: nothing to do
 
 
-async def test_cancelled_waiter_leaves_no_lease_node(client_factory: ClientFactory) -> None:
+async def test_cancelled_waiter_leaves_no_lease_node(
+    client_factory: ClientFactory, children_of
+) -> None:
     a, b = await started(client_factory, 2)
     sem_a = Semaphore(a, "/cancelled", 1)
     held = await sem_a.acquire()
@@ -101,7 +103,7 @@ async def test_cancelled_waiter_leaves_no_lease_node(client_factory: ClientFacto
         with pytest.raises(asyncio.CancelledError):
             await waiter
         assert await sem_a.lease_nodes() == [held[0].node.rsplit("/", 1)[1]], steps
-        assert await a.children("/cancelled/locks") == [], steps
+        assert await children_of(a, "/cancelled/locks") == [], steps
     await held[0].release()
 
 
@@ -124,14 +126,14 @@ async def test_semaphore_mutex_is_not_reentrant(client_factory: ClientFactory) -
         pass
 
 
-async def test_multi_lock_is_all_or_nothing(client_factory: ClientFactory) -> None:
+async def test_multi_lock_is_all_or_nothing(client_factory: ClientFactory, children_of) -> None:
     a, b = await started(client_factory, 2)
     blocker = Mutex(b, "/m2")
     await blocker.acquire()
     first, second = Mutex(a, "/m1"), Mutex(a, "/m2")
     multi = MultiLock([first, second])
     assert not await multi.acquire(timeout=0.3)
-    assert not first.is_held and await a.children("/m1") == []  # rolled back
+    assert not first.is_held and await children_of(a, "/m1") == []  # rolled back
     await blocker.release()
     async with multi:
         assert first.is_held and second.is_held
@@ -139,7 +141,7 @@ async def test_multi_lock_is_all_or_nothing(client_factory: ClientFactory) -> No
 
 
 async def test_multi_lock_rolls_back_on_cancellation(
-    client_factory: ClientFactory, children_reach
+    client_factory: ClientFactory, children_reach, children_of
 ) -> None:
     a, b = await started(client_factory, 2)
     blocker = SemaphoreMutex(b, "/c2")
@@ -150,5 +152,5 @@ async def test_multi_lock_rolls_back_on_cancellation(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await a.children("/c1") == []
+    assert await children_of(a, "/c1") == []
     await blocker.release()

@@ -1,0 +1,686 @@
+"""Distributed atomic numbers on versioned compare-and-set (Curator's DistributedAtomic*).
+
+A counter is one znode holding the value in Curator's encoding (8-byte
+big-endian for a long, 4-byte for an int). Every change reads the value and
+its version and writes the new value only if the version is unchanged; on a
+conflict it retries under a retry policy, then optionally takes a lock
+(``PromotedToLock``) and tries again with the field to itself.
+
+Outcomes are honest. ``succeeded`` is True only for a write the server
+confirmed, False only when nothing was applied; a write whose reply was lost
+with the connection raises :class:`OutcomeUnknownError` instead.
+
+Concurrent ``add`` calls on one counter from one process are coalesced: while
+a write is in flight the next calls queue, and one versioned write then applies
+them all, each caller getting the pre- and post-value it would have seen had
+the calls run one after another in arrival order (bounds included).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import anyio
+
+from .. import _paths
+from .._exceptions import (
+    BadVersionError,
+    ConnectionLossError,
+    CoordinationError,
+    CorruptValueError,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+)
+from .._session._client import Client
+from .._session._retry import RetryNTimes, RetryPolicy
+from .._types import Stat
+from ._lock import Mutex
+
+__all__ = [
+    "AtomicBytes",
+    "AtomicInt",
+    "AtomicLong",
+    "AtomicStats",
+    "AtomicValue",
+    "BoundExceededError",
+    "CounterOverflowError",
+    "OutcomeUnknownError",
+    "PromotedToLock",
+]
+
+T = TypeVar("T")
+
+DEFAULT_RETRY = RetryNTimes(30, 0.0005)
+"""Compare-and-set retries when none is given: many, quick and short, since a
+conflict means someone else just succeeded and a fresh read will likely win."""
+
+MAX_BATCH = 1000
+
+
+class OutcomeUnknownError(ConnectionLossError):
+    """The connection dropped after a write was sent and before its reply came.
+
+    The write may or may not have been applied; nobody can know without
+    another source of truth. aiocoord never reports such a call as succeeded
+    or failed.
+    """
+
+    def __init__(self, path: str):
+        super().__init__(f"write to {path!r} may or may not have been applied", sent=True)
+        self.path = path
+
+
+class CounterOverflowError(CoordinationError, OverflowError):
+    """The result would not fit the counter's integer width; nothing was written."""
+
+
+class BoundExceededError(CoordinationError):
+    """A bounded change was refused: it would have left ``[lower, upper]``."""
+
+    def __init__(self, path: str, value: int, delta: int, lower: int | None, upper: int | None):
+        super().__init__(
+            f"{path!r}: {value} {'+' if delta >= 0 else '-'} {abs(delta)} leaves "
+            f"[{'-inf' if lower is None else lower}, {'+inf' if upper is None else upper}]"
+        )
+        self.path = path
+        self.value = value
+        self.delta = delta
+
+
+@dataclass
+class AtomicStats:
+    """How a call got its result."""
+
+    optimistic_tries: int = 0
+    promoted_tries: int = 0
+    optimistic_time: float = 0.0
+    """Seconds spent in compare-and-set attempts without the lock."""
+    promoted_time: float = 0.0
+    """Seconds spent with the promotion lock (waiting for it included)."""
+    batch_size: int = 1
+    """How many calls the write that served this one carried (coalescing)."""
+
+
+@dataclass(frozen=True)
+class AtomicValue(Generic[T]):
+    """The result of an atomic operation.
+
+    When ``succeeded`` is False nothing was applied, and ``reason`` says why:
+    ``"contention"`` (retries ran out), ``"bound"`` (a bounded change would
+    leave its range) or ``"mismatch"`` (compare-and-set found another value,
+    or ``initialize`` found the node already there). ``pre_value`` is then the
+    value the decision was based on.
+    """
+
+    succeeded: bool
+    pre_value: T
+    post_value: T
+    stats: AtomicStats = field(default_factory=AtomicStats)
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class PromotedToLock:
+    """After the optimistic retries fail, take a Mutex at ``lock_path`` and retry.
+
+    ``max_lock_time`` bounds the wait for the lock (None: wait); ``retry``
+    governs the attempts made while holding it.
+    """
+
+    lock_path: str
+    max_lock_time: float | None = None
+    retry: RetryPolicy = field(default_factory=lambda: RetryNTimes(10, 0.001))
+
+
+# --- encodings --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Codec(Generic[T]):
+    name: str
+    zero: T
+    encode: Callable[[T], bytes]
+    decode: Callable[[bytes], T | None]
+    """None when the bytes are not a valid value."""
+
+
+def _int_codec(size: int) -> _Codec[int]:
+    fmt = struct.Struct(">q" if size == 8 else ">i")
+    low, high = -(1 << (size * 8 - 1)), (1 << (size * 8 - 1)) - 1
+
+    def decode(data: bytes) -> int | None:
+        if not data:
+            return 0  # an empty node reads as 0, as Curator's does
+        if len(data) != size:
+            return None
+        value: int = fmt.unpack(data)[0]
+        return value
+
+    def encode(value: int) -> bytes:
+        if not low <= value <= high:
+            raise CounterOverflowError(f"{value} does not fit in {size * 8} bits")
+        return fmt.pack(value)
+
+    return _Codec(f"int{size * 8}", 0, encode, decode)
+
+
+_LONG = _int_codec(8)
+_INT = _int_codec(4)
+_BYTES: _Codec[bytes] = _Codec("bytes", b"", bytes, bytes)
+
+
+# --- one compare-and-set engine per counter node and process ---------------------
+
+
+class _Refused:
+    """``make`` returns this to decline writing (a bound or a mismatch)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+@dataclass
+class _Attempt(Generic[T]):
+    done: bool
+    pre: T
+    post: T
+    refused: str | None = None
+
+
+class _Engine(Generic[T]):
+    """Reads, compares and sets one node; remembers the last version it saw.
+
+    The memory saves the read on the next call: a write tried on the
+    remembered version either applies (nobody wrote in between) or fails
+    with BadVersion, which costs one round trip and a fresh read.
+    """
+
+    def __init__(self, client: Client, path: str, codec: _Codec[T]) -> None:
+        self.client = client
+        self.path = path
+        self.codec = codec
+        self._known: tuple[T, int] | None = None
+
+    def forget(self) -> None:
+        self._known = None
+
+    async def read(self) -> tuple[T, int]:
+        """(value, version); version -1 when the node does not exist (value: zero)."""
+        client = self.client
+        while True:
+            try:
+                data, stat = await client.get(self.path)
+            except NoNodeError:
+                self._known = None
+                return self.codec.zero, -1
+            except (ConnectionLossError, SessionExpiredError):
+                continue  # a read is safe to repeat; requests wait while suspended
+            value = self.codec.decode(data)
+            if value is None:
+                raise CorruptValueError(self.path, data, f"a {self.codec.name} counter value")
+            self._known = (value, stat.version)
+            return value, stat.version
+
+    async def attempt(self, make: Callable[[T], T | _Refused]) -> _Attempt[T]:
+        """One compare-and-set: True when written, False on a conflict (nothing applied)."""
+        known = self._known
+        fresh = known is None
+        value, version = known if known is not None else await self.read()
+        new = make(value)
+        if isinstance(new, _Refused) and not fresh:
+            # Never refuse on a remembered value: it may be stale.
+            value, version = await self.read()
+            fresh = True
+            new = make(value)
+        if isinstance(new, _Refused):
+            return _Attempt(False, value, value, new.reason)
+        data = self.codec.encode(new)
+        stat = await self._write(data, version)
+        if stat is None:
+            self._known = None
+            return _Attempt(False, value, value)
+        self._known = (new, stat.version)
+        return _Attempt(True, value, new)
+
+    async def _write(self, data: bytes, version: int) -> Stat | None:
+        client = self.client
+        try:
+            if version < 0:
+                _path, stat = await client.create_with_stat(self.path, data, make_parents=True)
+                return stat
+            return await client.set(self.path, data, version=version)
+        except (BadVersionError, NoNodeError, NodeExistsError, SessionExpiredError):
+            # Lost the race (or the write never left before the session went):
+            # nothing was applied.
+            return None
+        except ConnectionLossError as error:
+            if error.sent:
+                raise OutcomeUnknownError(self.path) from error
+            return None
+
+    async def force(self, value: T) -> None:
+        data = self.codec.encode(value)
+        client = self.client
+        while True:
+            try:
+                stat = await client.set(self.path, data)
+            except NoNodeError:
+                try:
+                    _path, stat = await client.create_with_stat(self.path, data, make_parents=True)
+                except NodeExistsError:
+                    continue
+            except ConnectionLossError as error:
+                if error.sent:
+                    raise OutcomeUnknownError(self.path) from error
+                continue
+            self._known = (value, stat.version)
+            return
+
+
+_engines: weakref.WeakKeyDictionary[Client, dict[tuple[str, str], _Engine[Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _engine_for(client: Client, path: str, codec: _Codec[T]) -> _Engine[T]:
+    table = _engines.setdefault(client, {})
+    engine = table.get((path, codec.name))
+    if engine is None:
+        engine = table[(path, codec.name)] = _Engine(client, path, codec)
+    return engine
+
+
+# --- the retry / promotion loop ------------------------------------------------
+
+
+async def _run_cas(
+    engine: _Engine[T],
+    make: Callable[[T], T | _Refused],
+    retry: RetryPolicy,
+    promoted: PromotedToLock | None,
+    batch_size: int = 1,
+) -> tuple[_Attempt[T], AtomicStats]:
+    stats = AtomicStats(batch_size=batch_size)
+    start = time.monotonic()
+    outcome = await _tries(engine, make, retry, stats, promoted=False)
+    stats.optimistic_time = time.monotonic() - start
+    if outcome.done or outcome.refused or promoted is None:
+        return outcome, stats
+    start = time.monotonic()
+    lock = Mutex(engine.client, promoted.lock_path)
+    try:
+        if await lock.acquire(promoted.max_lock_time):
+            try:
+                outcome = await _tries(engine, make, promoted.retry, stats, promoted=True)
+            finally:
+                await lock.release()
+    finally:
+        stats.promoted_time = time.monotonic() - start
+    return outcome, stats
+
+
+async def _tries(
+    engine: _Engine[T],
+    make: Callable[[T], T | _Refused],
+    retry: RetryPolicy,
+    stats: AtomicStats,
+    *,
+    promoted: bool,
+) -> _Attempt[T]:
+    start = time.monotonic()
+    failures = 0
+    while True:
+        outcome = await engine.attempt(make)
+        if promoted:
+            stats.promoted_tries += 1
+        else:
+            stats.optimistic_tries += 1
+        if outcome.done or outcome.refused:
+            return outcome
+        failures += 1
+        pause = retry.delay(failures, time.monotonic() - start)
+        if pause is None:
+            return outcome
+        if pause > 0:
+            await anyio.sleep(pause)
+
+
+def _result(outcome: _Attempt[T], stats: AtomicStats) -> AtomicValue[T]:
+    if outcome.done:
+        return AtomicValue(True, outcome.pre, outcome.post, stats)
+    return AtomicValue(False, outcome.pre, outcome.pre, stats, outcome.refused or "contention")
+
+
+# --- coalescing ---------------------------------------------------------------------
+
+
+@dataclass
+class _AddRequest:
+    delta: int
+    lower: int | None
+    upper: int | None
+    future: asyncio.Future[AtomicValue[int]]
+
+
+class _Batcher:
+    """Queues concurrent adds on one counter and applies each queue in one write."""
+
+    def __init__(
+        self, engine: _Engine[int], retry: RetryPolicy, promoted: PromotedToLock | None
+    ) -> None:
+        self._engine = engine
+        self._retry = retry
+        self._promoted = promoted
+        self._queue: list[_AddRequest] = []
+        self._drainer: asyncio.Task[None] | None = None
+
+    async def add(self, delta: int, lower: int | None, upper: int | None) -> AtomicValue[int]:
+        future: asyncio.Future[AtomicValue[int]] = asyncio.get_running_loop().create_future()
+        request = _AddRequest(delta, lower, upper, future)
+        self._queue.append(request)
+        if self._drainer is None:
+            self._drainer = asyncio.get_running_loop().create_task(self._drain())
+        try:
+            return await future
+        except asyncio.CancelledError:
+            # Not yet taken into a write: withdraw it. Already in one: the write
+            # goes ahead for the others, and this caller simply stops waiting.
+            with contextlib.suppress(ValueError):
+                self._queue.remove(request)
+            raise
+
+    async def _drain(self) -> None:
+        try:
+            while self._queue:
+                batch = self._queue[:MAX_BATCH]
+                del self._queue[:MAX_BATCH]
+                batch = [r for r in batch if not r.future.done()]
+                if batch:
+                    await self._apply(batch)
+        finally:
+            self._drainer = None
+
+    async def _apply(self, batch: list[_AddRequest]) -> None:
+        grants: list[tuple[int, int] | str] = []
+
+        def make(value: int) -> int | _Refused:
+            grants.clear()
+            current = value
+            for request in batch:
+                try:
+                    grants.append(_bounded(current, request.delta, request.lower, request.upper))
+                except CounterOverflowError:
+                    grants.append("overflow")
+                    continue
+                granted = grants[-1]
+                if isinstance(granted, tuple):
+                    current = granted[1]
+            if all(isinstance(g, str) for g in grants):
+                return _Refused("bound")
+            return current
+
+        try:
+            outcome, stats = await _run_cas(
+                self._engine, make, self._retry, self._promoted, batch_size=len(batch)
+            )
+        except BaseException as error:
+            for request in batch:
+                if not request.future.done():
+                    request.future.set_exception(error)
+                    request.future.exception()
+            if not isinstance(error, Exception):
+                raise
+            return
+        for request, granted in zip(batch, grants, strict=False):
+            if request.future.done():
+                continue
+            if not outcome.done and not outcome.refused:
+                value: AtomicValue[int] = AtomicValue(
+                    False, outcome.pre, outcome.pre, stats, "contention"
+                )
+            elif isinstance(granted, tuple):
+                value = AtomicValue(True, granted[0], granted[1], stats)
+            elif granted == "overflow":
+                request.future.set_exception(
+                    CounterOverflowError(
+                        f"{self._engine.path!r}: adding {request.delta} overflows 64 bits"
+                    )
+                )
+                continue
+            else:
+                value = AtomicValue(False, outcome.pre, outcome.pre, stats, "bound")
+            request.future.set_result(value)
+
+
+def _bounded(value: int, delta: int, lower: int | None, upper: int | None) -> tuple[int, int] | str:
+    """(pre, post) if ``value + delta`` stays in bounds, else "bound"."""
+    new = value + delta
+    if (lower is not None and new < lower) or (upper is not None and new > upper):
+        return "bound"
+    _LONG.encode(new)  # raises CounterOverflowError if it does not fit
+    return value, new
+
+
+_batchers: weakref.WeakKeyDictionary[Client, dict[tuple[Any, ...], _Batcher]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+# --- public types ---------------------------------------------------------------------
+
+
+class _AtomicNumber:
+    """Shared implementation of AtomicLong and AtomicInt."""
+
+    _codec: _Codec[int] = _LONG
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        retry: RetryPolicy | None = None,
+        promoted_to_lock: PromotedToLock | None = None,
+        coalesce: bool = True,
+    ) -> None:
+        _paths.validate_path(path)
+        if path == "/":
+            raise ValueError("a counter needs its own node, not the root")
+        if promoted_to_lock is not None:
+            _paths.validate_path(promoted_to_lock.lock_path)
+        self._client = client
+        self.path = path
+        self._retry = retry or DEFAULT_RETRY
+        self._promoted = promoted_to_lock
+        self._coalesce = coalesce
+
+    def _engine(self) -> _Engine[int]:
+        return _engine_for(self._client, self.path, self._codec)
+
+    async def get(self) -> AtomicValue[int]:
+        """The current value (0 if the node does not exist), in pre- and post-value."""
+        value, _version = await self._engine().read()
+        return AtomicValue(True, value, value, AtomicStats(optimistic_tries=1))
+
+    async def add(
+        self,
+        delta: int,
+        *,
+        lower: int | None = None,
+        upper: int | None = None,
+        raise_on_bound: bool = False,
+    ) -> AtomicValue[int]:
+        """Add ``delta``; with ``lower``/``upper``, only if the result stays within them.
+
+        A refused bounded change returns ``succeeded=False, reason="bound"``
+        (or raises BoundExceededError with ``raise_on_bound``). Nothing ever
+        takes the value outside the bounds, whatever the contention or faults.
+        """
+        if not isinstance(delta, int) or isinstance(delta, bool):
+            raise TypeError(f"delta must be int, not {type(delta).__name__}")
+        if lower is not None and upper is not None and lower > upper:
+            raise ValueError(f"lower ({lower}) > upper ({upper})")
+        self._codec.encode(delta)  # a delta that does not fit is an overflow already
+        if self._coalesce and self._codec is _LONG:
+            key = (self.path, self._retry, self._promoted)
+            table = _batchers.setdefault(self._client, {})
+            batcher = table.get(key)
+            if batcher is None:
+                batcher = table[key] = _Batcher(self._engine(), self._retry, self._promoted)
+            result = await batcher.add(delta, lower, upper)
+        else:
+            result = await self._add_alone(delta, lower, upper)
+        if raise_on_bound and result.reason == "bound":
+            raise BoundExceededError(self.path, result.pre_value, delta, lower, upper)
+        return result
+
+    async def _add_alone(
+        self, delta: int, lower: int | None, upper: int | None
+    ) -> AtomicValue[int]:
+        codec = self._codec
+
+        def make(value: int) -> int | _Refused:
+            new = value + delta
+            if (lower is not None and new < lower) or (upper is not None and new > upper):
+                return _Refused("bound")
+            codec.encode(new)
+            return new
+
+        outcome, stats = await _run_cas(self._engine(), make, self._retry, self._promoted)
+        return _result(outcome, stats)
+
+    async def increment(self, **bounds: Any) -> AtomicValue[int]:
+        """Add 1 (bounds as for :meth:`add`)."""
+        return await self.add(1, **bounds)
+
+    async def decrement(self, **bounds: Any) -> AtomicValue[int]:
+        """Subtract 1 (bounds as for :meth:`add`)."""
+        return await self.add(-1, **bounds)
+
+    async def subtract(self, delta: int, **bounds: Any) -> AtomicValue[int]:
+        return await self.add(-delta, **bounds)
+
+    async def compare_and_set(self, expected: int, new: int) -> AtomicValue[int]:
+        """Set ``new`` only if the value is ``expected`` (a missing node counts as 0).
+
+        One attempt: a conflict or another value gives ``succeeded=False``.
+        """
+        self._codec.encode(new)
+        engine = self._engine()
+        engine.forget()  # compare against the value now, not a remembered one
+
+        def make(value: int) -> int | _Refused:
+            return new if value == expected else _Refused("mismatch")
+
+        start = time.monotonic()
+        outcome = await engine.attempt(make)
+        stats = AtomicStats(optimistic_tries=1, optimistic_time=time.monotonic() - start)
+        if not outcome.done and not outcome.refused:
+            return AtomicValue(False, outcome.pre, outcome.pre, stats, "mismatch")
+        return _result(outcome, stats)
+
+    async def try_set(self, new: int) -> AtomicValue[int]:
+        """Set ``new`` whatever the current value, by compare-and-set under the retry policy."""
+        self._codec.encode(new)
+        outcome, stats = await _run_cas(self._engine(), lambda _v: new, self._retry, self._promoted)
+        return _result(outcome, stats)
+
+    async def force_set(self, new: int) -> None:
+        """Write ``new`` unconditionally (creating the node if needed)."""
+        await self._engine().force(new)
+
+    async def initialize(self, value: int) -> bool:
+        """Create the counter with ``value``; False (and no change) if it already exists."""
+        data = self._codec.encode(value)
+        try:
+            await self._client.create(self.path, data, make_parents=True)
+        except NodeExistsError:
+            return False
+        except ConnectionLossError as error:
+            if error.sent:
+                raise OutcomeUnknownError(self.path) from error
+            raise
+        return True
+
+
+class AtomicLong(_AtomicNumber):
+    """A 64-bit signed counter (Curator's DistributedAtomicLong, same bytes on the wire).
+
+    ``await counter.increment()`` returns an :class:`AtomicValue`: check
+    ``succeeded``; on ``OutcomeUnknownError`` the increment may or may not
+    have been applied. Concurrent ``add`` calls on the same path from one
+    process share writes (``coalesce=True``, the default): same results,
+    fewer round trips.
+    """
+
+
+class AtomicInt(_AtomicNumber):
+    """A 32-bit signed counter (Curator's DistributedAtomicInteger). Not coalesced."""
+
+    _codec = _INT
+
+    def __init__(self, client: Client, path: str, **kwargs: Any) -> None:
+        kwargs["coalesce"] = False
+        super().__init__(client, path, **kwargs)
+
+
+class AtomicBytes:
+    """Atomic updates of a node's raw bytes with a function of the current bytes
+    (Curator's DistributedAtomicValue)."""
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        retry: RetryPolicy | None = None,
+        promoted_to_lock: PromotedToLock | None = None,
+    ) -> None:
+        _paths.validate_path(path)
+        self._client = client
+        self.path = path
+        self._retry = retry or DEFAULT_RETRY
+        self._promoted = promoted_to_lock
+
+    def _engine(self) -> _Engine[bytes]:
+        return _engine_for(self._client, self.path, _BYTES)
+
+    async def get(self) -> AtomicValue[bytes]:
+        value, _version = await self._engine().read()
+        return AtomicValue(True, value, value, AtomicStats(optimistic_tries=1))
+
+    async def update(self, function: Callable[[bytes], bytes]) -> AtomicValue[bytes]:
+        """Replace the value with ``function(current)`` (may run more than once)."""
+        outcome, stats = await _run_cas(self._engine(), function, self._retry, self._promoted)
+        return _result(outcome, stats)
+
+    async def compare_and_set(self, expected: bytes, new: bytes) -> AtomicValue[bytes]:
+        engine = self._engine()
+        engine.forget()
+        outcome = await engine.attempt(lambda v: new if v == expected else _Refused("mismatch"))
+        stats = AtomicStats(optimistic_tries=1)
+        if not outcome.done and not outcome.refused:
+            return AtomicValue(False, outcome.pre, outcome.pre, stats, "mismatch")
+        return _result(outcome, stats)
+
+    async def try_set(self, new: bytes) -> AtomicValue[bytes]:
+        outcome, stats = await _run_cas(self._engine(), lambda _v: new, self._retry, self._promoted)
+        return _result(outcome, stats)
+
+    async def force_set(self, new: bytes) -> None:
+        await self._engine().force(bytes(new))
+
+    async def initialize(self, value: bytes) -> bool:
+        try:
+            await self._client.create(self.path, bytes(value), make_parents=True)
+        except NodeExistsError:
+            return False
+        return True

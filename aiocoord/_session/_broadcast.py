@@ -1,0 +1,93 @@
+"""One producer, many listeners: sync callbacks and async iterators that miss nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import weakref
+from collections import deque
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+__all__ = ["Broadcast", "Subscription"]
+
+T = TypeVar("T")
+
+log = logging.getLogger("aiocoord")
+
+
+class Subscription(Generic[T]):
+    """Every value published after its creation, in order, as an async iterator.
+
+    Values queue up until read (none are dropped); iteration ends when the
+    publisher closes. ``aclose()`` or ``async with`` stops listening early.
+    """
+
+    def __init__(self, hub: Broadcast[T]) -> None:
+        self._queue: deque[T] = deque()
+        self._wakeup = asyncio.Event()
+        self._ended = False
+        self._hub = hub
+        hub._subscriptions.add(self)
+
+    def _push(self, value: T) -> None:
+        self._queue.append(value)
+        self._wakeup.set()
+
+    def _end(self) -> None:
+        self._ended = True
+        self._wakeup.set()
+
+    def __aiter__(self) -> Subscription[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        while not self._queue:
+            if self._ended:
+                raise StopAsyncIteration
+            self._wakeup.clear()
+            await self._wakeup.wait()
+        return self._queue.popleft()
+
+    async def aclose(self) -> None:
+        self._hub._subscriptions.discard(self)
+        self._end()
+
+    async def __aenter__(self) -> Subscription[T]:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class Broadcast(Generic[T]):
+    """Publishes values to callbacks (called at once, in order) and subscriptions."""
+
+    def __init__(self) -> None:
+        self._subscriptions: weakref.WeakSet[Subscription[T]] = weakref.WeakSet()
+        self._listeners: list[Callable[[T], object]] = []
+
+    def subscribe(self) -> Subscription[T]:
+        return Subscription(self)
+
+    def add_listener(self, callback: Callable[[T], object]) -> None:
+        self._listeners.append(callback)
+
+    def remove_listener(self, callback: Callable[[T], object]) -> None:
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(callback)
+
+    def publish(self, value: T) -> None:
+        for callback in list(self._listeners):
+            try:
+                callback(value)
+            except Exception:
+                log.exception("listener %r failed", callback)
+        for subscription in list(self._subscriptions):
+            subscription._push(value)
+
+    def close(self) -> None:
+        for subscription in list(self._subscriptions):
+            subscription._end()
+        self._subscriptions.clear()

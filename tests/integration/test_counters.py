@@ -1,0 +1,359 @@
+"""Atomic counters: exact under contention, honest under faults, bounded when asked."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import aiocoord
+from aiocoord import (
+    AtomicBytes,
+    AtomicInt,
+    AtomicLong,
+    BoundExceededError,
+    CorruptValueError,
+    CounterOverflowError,
+    OutcomeUnknownError,
+    PromotedToLock,
+    RetryNTimes,
+    SharedCount,
+    VersionedValue,
+)
+from aiocoord.testing import ZooKeeperServer, drop_connection, expire_session
+
+pytestmark = pytest.mark.timeout(180)
+
+ClientFactory = Callable[..., aiocoord.Client]
+MAX = 2**63 - 1
+
+
+async def started(factory: ClientFactory, n: int) -> list[aiocoord.Client]:
+    clients = [factory() for _ in range(n)]
+    await asyncio.gather(*(c.start() for c in clients))
+    return clients
+
+
+@pytest.mark.parametrize("coalesce", [True, False])
+async def test_increments_are_exact_across_clients_and_tasks(
+    client_factory: ClientFactory, coalesce: bool
+) -> None:
+    clients = await started(client_factory, 4)
+    results: list[aiocoord.AtomicValue[int]] = []
+
+    async def worker(client: aiocoord.Client) -> None:
+        counter = AtomicLong(client, "/hits", coalesce=coalesce, retry=RetryNTimes(1000, 0.001))
+        for _ in range(10):
+            results.append(await counter.increment())
+
+    await asyncio.gather(*(worker(c) for c in clients for _ in range(5)))
+    succeeded = [r for r in results if r.succeeded]
+    assert len(succeeded) == 200
+    final = await AtomicLong(clients[0], "/hits").get()
+    assert final.pre_value == final.post_value == 200
+    # Serializable: every success saw a distinct value before and after.
+    assert sorted(r.pre_value for r in succeeded) == list(range(200))
+    assert all(r.post_value == r.pre_value + 1 for r in succeeded)
+    if coalesce:
+        assert max(r.stats.batch_size for r in results) > 1
+
+
+async def test_every_operation_returns_what_it_did(coord: aiocoord.Client) -> None:
+    counter = AtomicLong(coord, "/c")
+    got = await counter.get()
+    assert (got.succeeded, got.pre_value, got.post_value) == (True, 0, 0)  # missing is 0
+    r = await counter.increment()
+    assert (r.succeeded, r.pre_value, r.post_value) == (True, 0, 1)
+    assert r.stats.optimistic_tries >= 1 and r.stats.promoted_tries == 0
+    r = await counter.add(10)
+    assert (r.pre_value, r.post_value) == (1, 11)
+    r = await counter.subtract(4)
+    assert (r.pre_value, r.post_value) == (11, 7)
+    r = await counter.decrement()
+    assert (r.pre_value, r.post_value) == (7, 6)
+    r = await counter.compare_and_set(6, 100)
+    assert (r.succeeded, r.pre_value, r.post_value) == (True, 6, 100)
+    r = await counter.compare_and_set(6, 200)
+    assert (r.succeeded, r.reason, r.pre_value, r.post_value) == (False, "mismatch", 100, 100)
+    r = await counter.try_set(-5)
+    assert (r.succeeded, r.pre_value, r.post_value) == (True, 100, -5)
+    await counter.force_set(42)
+    assert (await counter.get()).post_value == 42
+    assert not await counter.initialize(1)
+    assert (await counter.get()).post_value == 42
+    fresh = AtomicLong(coord, "/fresh/deep")
+    assert await fresh.initialize(7)
+    assert (await fresh.get()).post_value == 7
+    data, _stat = await coord.get("/c")
+    assert data == struct.pack(">q", 42)  # Curator's encoding
+
+
+async def test_retry_exhaustion_reports_failure_and_applies_nothing(
+    client_factory: ClientFactory,
+) -> None:
+    a, b = await started(client_factory, 2)
+    counter = AtomicLong(a, "/busy", retry=RetryNTimes(0), coalesce=False)
+    await counter.increment()  # the counter now remembers version 0
+    await b.set("/busy", struct.pack(">q", 50))  # another process writes meanwhile
+    r = await counter.increment()
+    assert not r.succeeded and r.reason == "contention"
+    assert r.pre_value == r.post_value
+    assert (await b.get("/busy"))[0] == struct.pack(">q", 50)
+    r = await counter.increment()  # a fresh read: now it goes through
+    assert (r.succeeded, r.pre_value, r.post_value) == (True, 50, 51)
+
+
+async def test_promotion_to_a_lock_after_optimistic_failure(
+    client_factory: ClientFactory, children_of
+) -> None:
+    a, b = await started(client_factory, 2)
+    counter = AtomicLong(
+        a,
+        "/promo",
+        retry=RetryNTimes(0),
+        coalesce=False,
+        promoted_to_lock=PromotedToLock("/promo-lock", max_lock_time=5),
+    )
+    await counter.increment()
+    await b.set("/promo", struct.pack(">q", 10))
+    r = await counter.increment()
+    assert r.succeeded and (r.pre_value, r.post_value) == (10, 11)
+    assert r.stats.optimistic_tries == 1 and r.stats.promoted_tries == 1
+    assert r.stats.promoted_time > 0
+    assert await children_of(b, "/promo-lock") == []
+
+
+async def test_bounded_counter_never_oversells(client_factory: ClientFactory) -> None:
+    clients = await started(client_factory, 4)
+    sold = refused = 0
+
+    async def buyer(client: aiocoord.Client) -> None:
+        nonlocal sold, refused
+        tickets = AtomicLong(client, "/tickets", retry=RetryNTimes(10_000, 0.0005))
+        while True:
+            r = await tickets.increment(upper=100)
+            if r.succeeded:
+                sold += 1
+            else:
+                assert r.reason == "bound" and r.pre_value == 100
+                refused += 1
+                return
+
+    await asyncio.gather(*(buyer(c) for c in clients for _ in range(20)))
+    assert sold == 100 and refused == 80
+    assert (await AtomicLong(clients[0], "/tickets").get()).post_value == 100
+
+
+async def test_bound_refusal_can_raise(coord: aiocoord.Client) -> None:
+    stock = AtomicLong(coord, "/stock")
+    await stock.force_set(2)
+    assert (await stock.decrement(lower=0)).succeeded
+    assert (await stock.decrement(lower=0)).succeeded
+    with pytest.raises(BoundExceededError) as info:
+        await stock.decrement(lower=0, raise_on_bound=True)
+    assert info.value.value == 0
+    assert (await stock.get()).post_value == 0
+    with pytest.raises(ValueError):
+        await stock.add(1, lower=5, upper=1)
+
+
+async def test_coalesced_bounded_batch_grants_in_arrival_order(coord: aiocoord.Client) -> None:
+    counter = AtomicLong(coord, "/batch")
+    results = await asyncio.gather(*(counter.add(1, upper=30) for _ in range(50)))
+    granted = [r for r in results if r.succeeded]
+    assert len(granted) == 30
+    assert sorted(r.pre_value for r in granted) == list(range(30))
+    assert all(r.reason == "bound" for r in results if not r.succeeded)
+    assert (await counter.get()).post_value == 30
+
+
+async def test_corrupt_bytes_are_reported_and_never_overwritten(coord: aiocoord.Client) -> None:
+    await coord.create("/bad", b"abc")
+    counter = AtomicLong(coord, "/bad")
+    with pytest.raises(CorruptValueError, match="/bad"):
+        await counter.get()
+    with pytest.raises(CorruptValueError):
+        await counter.increment()
+    with pytest.raises(CorruptValueError):
+        await AtomicLong(coord, "/bad", coalesce=False).increment()
+    assert (await coord.get("/bad"))[0] == b"abc"
+
+
+async def test_overflow_is_an_error_not_a_wrap(coord: aiocoord.Client) -> None:
+    counter = AtomicLong(coord, "/big")
+    await counter.force_set(MAX)
+    with pytest.raises(CounterOverflowError):
+        await counter.increment()
+    with pytest.raises(CounterOverflowError):
+        await AtomicLong(coord, "/big", coalesce=False).increment()
+    assert (await counter.get()).post_value == MAX
+    with pytest.raises(CounterOverflowError):
+        await counter.add(2**64)
+    small = AtomicInt(coord, "/small")
+    await small.force_set(2**31 - 1)
+    with pytest.raises(CounterOverflowError):
+        await small.increment()
+    assert (await coord.get("/small"))[0] == struct.pack(">i", 2**31 - 1)
+
+
+async def test_atomic_int_and_bytes(coord: aiocoord.Client) -> None:
+    small = AtomicInt(coord, "/int")
+    r = await small.add(5)
+    assert (r.pre_value, r.post_value) == (0, 5)
+    assert (await coord.get("/int"))[0] == struct.pack(">i", 5)
+    blob = AtomicBytes(coord, "/blob")
+    assert await blob.initialize(b"a")
+    r2 = await blob.update(lambda b: b + b"b")
+    assert (r2.pre_value, r2.post_value) == (b"a", b"ab")
+    assert (await blob.compare_and_set(b"ab", b"x")).succeeded
+    assert not (await blob.compare_and_set(b"ab", b"y")).succeeded
+    assert (await blob.get()).post_value == b"x"
+
+
+async def test_bad_input_is_refused_before_sending() -> None:
+    client = aiocoord.connect("127.0.0.1:1")  # never started: nothing can be sent
+    with pytest.raises(aiocoord.InvalidPathError):
+        AtomicLong(client, "no-slash")
+    counter = AtomicLong(client, "/x")
+    with pytest.raises(TypeError):
+        await counter.add(1.5)  # type: ignore[arg-type]
+    with pytest.raises(CounterOverflowError):
+        await counter.add(2**63)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    ops=st.lists(
+        st.one_of(
+            st.tuples(
+                st.just("add"),
+                st.integers(-5, 5),
+                st.none() | st.integers(-10, 0),
+                st.none() | st.integers(0, 10),
+            ),
+            st.tuples(st.just("cas"), st.integers(-3, 3), st.integers(-10, 10)),
+            st.tuples(st.just("set"), st.integers(-10, 10)),
+        ),
+        max_size=12,
+    ),
+    concurrent=st.booleans(),
+)
+def test_operations_match_a_model(zookeeper, ops: list[tuple], concurrent: bool) -> None:
+    """Random operation sequences give exactly what a local integer would."""
+
+    async def run() -> None:
+        async with aiocoord.connect(zookeeper.connect_string, namespace=zookeeper.namespace) as c:
+            counter = AtomicLong(c, "/model")
+            await counter.force_set(0)
+            model = 0
+            for op in ops:
+                if op[0] == "add":
+                    _, delta, lower, upper = op
+                    r = await counter.add(delta, lower=lower, upper=upper)
+                    ok = (lower is None or model + delta >= lower) and (
+                        upper is None or model + delta <= upper
+                    )
+                    assert r.succeeded == ok and r.pre_value == model
+                    model += delta if ok else 0
+                elif op[0] == "cas":
+                    _, expected, new = op
+                    r = await counter.compare_and_set(expected, new)
+                    assert r.succeeded == (expected == model)
+                    model = new if r.succeeded else model
+                else:
+                    r = await counter.try_set(op[1])
+                    assert r.succeeded
+                    model = op[1]
+                assert r.post_value == model
+            if concurrent:
+                # A burst of bounded adds from many tasks at once (coalesced).
+                burst = await asyncio.gather(*(counter.add(1, upper=model + 3) for _ in range(6)))
+                assert sum(r.succeeded for r in burst) == 3
+                model += 3
+            assert (await counter.get()).post_value == model
+
+    asyncio.run(run())
+
+
+async def test_totals_hold_through_restarts_and_expiry(
+    private_zookeeper: ZooKeeperServer, state_log
+) -> None:
+    """succeeded <= final <= succeeded + unknown, with unknown only from cut writes."""
+    succeeded = unknown = 0
+    stop = asyncio.Event()
+
+    async def worker(client: aiocoord.Client) -> None:
+        nonlocal succeeded, unknown
+        counter = AtomicLong(client, "/faults", retry=RetryNTimes(10_000, 0.001))
+        while not stop.is_set():
+            try:
+                r = await counter.increment()
+            except OutcomeUnknownError:
+                unknown += 1
+                continue
+            except aiocoord.SessionError:
+                continue  # nothing applied: the write never left
+            assert r.succeeded
+            succeeded += 1
+
+    async with (
+        aiocoord.connect(private_zookeeper.connect_string, session_timeout=4) as a,
+        aiocoord.connect(private_zookeeper.connect_string, session_timeout=4) as b,
+    ):
+        log = state_log(a)
+        workers = [asyncio.create_task(worker(c)) for c in (a, b) for _ in range(4)]
+        for _ in range(2):
+            await asyncio.sleep(0.3)
+            drop_connection(a)
+            await asyncio.sleep(0.3)
+            await private_zookeeper.stop()
+            await log.wait_for(aiocoord.ConnectionState.SUSPENDED, count=len(log.states) and 1)
+            await private_zookeeper.start()
+            await a.wait_connected(10)
+            await b.wait_connected(10)
+            await expire_session(b)
+        await asyncio.sleep(0.3)
+        stop.set()
+        await asyncio.gather(*workers)
+        final = (await AtomicLong(a, "/faults").get()).post_value
+    assert succeeded > 0
+    assert succeeded <= final <= succeeded + unknown, (succeeded, unknown, final)
+
+
+async def test_totals_are_exact_when_no_call_was_cut(client_factory: ClientFactory) -> None:
+    a, b = await started(client_factory, 2)
+    counter_a = AtomicLong(a, "/calm")
+    await asyncio.gather(*(counter_a.increment() for _ in range(50)))
+    await expire_session(b)  # a session lost between calls loses nothing
+    counter_b = AtomicLong(b, "/calm")
+    await asyncio.gather(*(counter_b.increment() for _ in range(50)))
+    assert (await counter_a.get()).post_value == 100
+
+
+async def test_shared_count(client_factory: ClientFactory) -> None:
+    a, b = await started(client_factory, 2)
+    async with SharedCount(a, "/shared", 5) as left, SharedCount(b, "/shared", 99) as right:
+        assert left.count == right.count == 5  # the seed applies only to the creator
+        seen: list[int] = []
+        right.add_listener(seen.append)
+        changes = right.changes()
+        assert await left.try_set_count(left.versioned_value, 6)
+        assert await anext(changes) == 6
+        stale = VersionedValue(0, 5)
+        assert not await left.try_set_count(stale, 7)
+        await left.set_count(8)
+        assert await anext(changes) == 8
+        assert right.count == 8 and right.versioned_value.version == 2
+        assert seen == [6, 8]
+        await changes.aclose()
+    assert (await a.get("/shared"))[0] == struct.pack(">i", 8)
+    with pytest.raises(CounterOverflowError):
+        await SharedCount(a, "/shared", 2**31).start()
