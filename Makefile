@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 .PHONY: help test lint demo zookeeper clean
 
 help:
-	@echo "make demo   start an embedded ZooKeeper and show a session and a watch"
+	@echo "make demo   a ticket sale on an embedded ZooKeeper: no oversell, no lost sale"
 	@echo "make test   run the test suite against real ZooKeeper servers"
 	@echo "make lint   ruff and mypy --strict"
 
@@ -31,7 +31,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 demo: $(STAMP) zookeeper
-	$(PY) examples/session_demo.py
+	$(PY) examples/tickets.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

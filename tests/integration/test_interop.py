@@ -110,3 +110,34 @@ async def test_curator_and_aiocoord_exclude_each_other_on_one_mutex(
     # Every increment was a read-modify-write under the lock: none was lost.
     assert struct.unpack(">q", data)[0] == 4 * iterations
     assert await children_of(clients[0], "/lock") == []
+
+
+async def test_curator_and_aiocoord_count_together_exactly(
+    curator_classpath: str, zookeeper, client_factory
+) -> None:
+    ns = zookeeper.namespace
+    clients = [client_factory() for _ in range(2)]
+    await asyncio.gather(*(c.start() for c in clients))
+    iterations = 300
+    javas = [
+        await start_curator(
+            curator_classpath, "counter", zookeeper.connect_string, f"{ns}/count", str(iterations)
+        )
+        for _ in range(2)
+    ]
+    python_ok = 0
+
+    async def python_side(client: aiocoord.Client) -> None:
+        nonlocal python_ok
+        counter = aiocoord.AtomicLong(client, "/count", retry=aiocoord.RetryNTimes(10_000, 0.001))
+        for _ in range(iterations // 3):
+            if (await counter.increment()).succeeded:
+                python_ok += 1
+
+    outputs = await asyncio.gather(
+        *(finish(j) for j in javas), *(python_side(c) for c in clients for _ in range(3))
+    )
+    java_ok = sum(int(out.split("DONE ")[1].split()[0]) for out in outputs[:2])
+    final = (await aiocoord.AtomicLong(clients[0], "/count").get()).post_value
+    assert java_ok + python_ok == final
+    assert python_ok == 2 * 3 * (iterations // 3)  # our retry budget was never exhausted
