@@ -23,6 +23,11 @@ def _bad_char(ch: str) -> bool:
     )
 
 
+# Paths already found valid: recipes use the same few paths over and over.
+_known_valid: set[str] = set()
+_KNOWN_LIMIT = 4096
+
+
 def validate_path(path: object, *, sequential: bool = False) -> str:
     """Return ``path`` if ZooKeeper would accept it, else raise.
 
@@ -32,12 +37,21 @@ def validate_path(path: object, *, sequential: bool = False) -> str:
     if not isinstance(path, str):
         raise TypeError(f"znode path must be str, not {type(path).__name__}")
     checked = path + "1" if sequential else path
+    if checked in _known_valid:
+        return path
+    _check(path, checked)
+    if len(_known_valid) < _KNOWN_LIMIT:
+        _known_valid.add(checked)
+    return path
+
+
+def _check(path: str, checked: str) -> None:
     if not checked:
         raise InvalidPathError(path, "empty")
     if checked[0] != "/":
         raise InvalidPathError(path, "must start with '/'")
     if len(checked) == 1:
-        return path
+        return
     if checked[-1] == "/":
         raise InvalidPathError(path, "must not end with '/'")
     for segment in checked[1:].split("/"):
@@ -48,7 +62,6 @@ def validate_path(path: object, *, sequential: bool = False) -> str:
         for ch in segment:
             if _bad_char(ch):
                 raise InvalidPathError(path, f"forbidden character U+{ord(ch):04X}")
-    return path
 
 
 def join(base: str, *parts: str) -> str:

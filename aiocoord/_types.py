@@ -6,6 +6,7 @@ import base64
 import enum
 import hashlib
 from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "ACL",
@@ -21,9 +22,11 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Stat:
-    """A znode's metadata, as the server reports it (names follow ZooKeeper's)."""
+class Stat(NamedTuple):
+    """A znode's metadata, as the server reports it (names follow ZooKeeper's).
+
+    A named tuple: built once per reply on the hot path, so it must be cheap.
+    """
 
     czxid: int
     """zxid of the create: unique and increasing across all nodes, forever."""

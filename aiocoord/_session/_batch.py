@@ -91,12 +91,12 @@ class Transaction(_Builder):
         user_path = self._client._user_path
         results: list[str | Stat | None] = []
         for item in raw:
-            if isinstance(item, tuple):
-                results.append(user_path(item[0]))
-            elif isinstance(item, str):
+            if isinstance(item, str):
                 results.append(user_path(item))
-            else:
+            elif item is None or isinstance(item, Stat):  # Stat is a tuple: test it first
                 results.append(item)
+            else:
+                results.append(user_path(item[0]))  # (path, Stat) from a create
         return results
 
 

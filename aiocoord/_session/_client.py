@@ -563,8 +563,9 @@ class Client:
             if conn is not None:
                 if conn.is_open:
                     return conn
-                # Closing, but not yet reported: wait for the report.
-                await asyncio.shield(conn.closed)
+                # Closing, but the session task has not reported it yet: report
+                # it now (idempotent), then wait for the session like anyone.
+                self._suspend(conn)
                 continue
             if self._closed or self._closing:
                 if self._fatal is not None:

@@ -18,7 +18,6 @@ from aiozk.protocol.acl import ACL as _ZkACL
 from aiozk.protocol.acl import ID as _ZkID
 from aiozk.protocol.primitives import Int, Long, UString, Vector
 from aiozk.protocol.request import Request
-from aiozk.protocol.response import Response
 
 from .._exceptions import error_for_code
 from .._types import ACL, EventType, Perm, Stat
@@ -79,28 +78,6 @@ SIZE = _SIZE
 # --- records aiozk lacks ----------------------------------------------------
 
 
-class _CreateContainerRequest(Request):  # type: ignore[misc]
-    opcode = OP_CREATE_CONTAINER
-    parts = zp.Create2Request.parts
-
-
-class _CreateContainerResponse(Response):  # type: ignore[misc]
-    # Registering the reply class lets multi replies that contain a container
-    # create decode through aiozk's cross-reference as well.
-    opcode = OP_CREATE_CONTAINER
-    parts = zp.Create2Response.parts
-
-
-class _CreateTTLRequest(Request):  # type: ignore[misc]
-    opcode = OP_CREATE_TTL
-    parts = (*zp.Create2Request.parts, ("ttl", Long))
-
-
-class _CreateTTLResponse(Response):  # type: ignore[misc]
-    opcode = OP_CREATE_TTL
-    parts = zp.Create2Response.parts
-
-
 class _SetWatches2Request(Request):  # type: ignore[misc]
     opcode = OP_SET_WATCHES2
     parts = (
@@ -119,21 +96,61 @@ class _AddWatchRequest(Request):  # type: ignore[misc]
 
 
 # --- typed requests ---------------------------------------------------------
+#
+# The requests every recipe sends in bulk (create, get, set, delete, exists,
+# children) are encoded and decoded here directly with precompiled structs:
+# aiozk's generic record machinery cost more CPU than everything else on a
+# request's path. tests/unit/test_wire.py checks these bytes against aiozk's
+# records, which remain the reference and serve the rarer requests.
+
+_HEAD = struct.Struct("!iii")  # frame length, xid, opcode
+_I = struct.Struct("!i")
+_Q = struct.Struct("!q")
 
 
 @dataclass(slots=True)
 class Op:
-    """One request ready to send: its record, and how to read its reply body."""
+    """One request ready to send: its body, and how to read its reply body."""
 
     opcode: int
-    record: Any
+    payload: bytes
+    """The request record after the xid and opcode."""
     path: str | None
     """The caller's path (namespace removed), for error messages."""
     decode: Callable[[bytes], Any]
 
     def frame(self, xid: int) -> bytes:
-        body: bytes = self.record.serialize(xid)
-        return _SIZE.pack(len(body)) + body
+        return _HEAD.pack(len(self.payload) + 8, xid, self.opcode) + self.payload
+
+
+def _record_payload(record: Any) -> bytes:
+    body: bytes = record.serialize(0)
+    return body[8:]  # aiozk writes xid and opcode first
+
+
+def _string(value: str) -> bytes:
+    raw = value.encode()
+    return _I.pack(len(raw)) + raw
+
+
+def _buffer(value: bytes) -> bytes:
+    return _I.pack(len(value)) + value
+
+
+_acl_cache: dict[tuple[ACL, ...], bytes] = {}
+
+
+def _acls(acls: Sequence[ACL]) -> bytes:
+    key = tuple(acls)
+    cached = _acl_cache.get(key)
+    if cached is None:
+        parts = [_I.pack(len(key))]
+        for acl in key:
+            parts += [_I.pack(int(acl.perms)), _string(acl.scheme), _string(acl.id)]
+        cached = b"".join(parts)
+        if len(_acl_cache) < 256:
+            _acl_cache[key] = cached
+    return cached
 
 
 def _stat_from_part(part: Any) -> Stat:
@@ -156,33 +173,59 @@ def _zk_acls(acls: Sequence[ACL]) -> list[Any]:
     return [_ZkACL(perms=int(a.perms), id=_ZkID(scheme=a.scheme, id=a.id)) for a in acls]
 
 
+def _read_string(body: bytes, offset: int) -> tuple[str, int]:
+    (size,) = _INT.unpack_from(body, offset)
+    offset += 4
+    return body[offset : offset + size].decode(), offset + size
+
+
+def _read_stat(body: bytes, offset: int) -> tuple[Stat, int]:
+    return _make_stat(_STAT.unpack_from(body, offset)), offset + _STAT.size
+
+
+_make_stat = Stat._make
+
+
 def _none(_body: bytes) -> None:
     return None
 
 
-def _decoder(response_cls: Any, convert: Callable[[Any], Any]) -> Callable[[bytes], Any]:
-    def decode(body: bytes) -> Any:
-        return convert(response_cls.deserialize(body))
-
-    return decode
+def _decode_stat(body: bytes) -> Stat:
+    return _make_stat(_STAT.unpack_from(body, 0))
 
 
-_decode_create2 = _decoder(zp.Create2Response, lambda r: (r.path, _stat_from_part(r.stat)))
-_decode_get_data = _decoder(
-    zp.GetDataResponse, lambda r: (r.data if r.data is not None else b"", _stat_from_part(r.stat))
-)
-_decode_stat = _decoder(zp.ExistsResponse, lambda r: _stat_from_part(r.stat))
-_decode_children2 = _decoder(
-    zp.GetChildren2Response, lambda r: (list(r.children), _stat_from_part(r.stat))
-)
-_decode_sync = _decoder(zp.SyncResponse, lambda r: r.path)
-_decode_get_acl = _decoder(
-    zp.GetACLResponse,
-    lambda r: (
-        [ACL(Perm(a.perms), a.id.scheme, a.id.id) for a in r.acl],
-        _stat_from_part(r.stat),
-    ),
-)
+def _decode_create2(body: bytes) -> tuple[str, Stat]:
+    path, offset = _read_string(body, 0)
+    return path, _make_stat(_STAT.unpack_from(body, offset))
+
+
+def _decode_get_data(body: bytes) -> tuple[bytes, Stat]:
+    (size,) = _INT.unpack_from(body, 0)
+    if size < 0:
+        return b"", _make_stat(_STAT.unpack_from(body, 4))
+    return body[4 : 4 + size], _make_stat(_STAT.unpack_from(body, 4 + size))
+
+
+def _decode_children2(body: bytes) -> tuple[list[str], Stat]:
+    (count,) = _INT.unpack_from(body, 0)
+    offset = 4
+    names = []
+    for _ in range(max(count, 0)):
+        (size,) = _INT.unpack_from(body, offset)
+        offset += 4
+        names.append(body[offset : offset + size].decode())
+        offset += size
+    return names, _make_stat(_STAT.unpack_from(body, offset))
+
+
+def _decode_sync(body: bytes) -> str:
+    return _read_string(body, 0)[0]
+
+
+def _decode_get_acl(body: bytes) -> tuple[list[ACL], Stat]:
+    reply = zp.GetACLResponse.deserialize(body)
+    acls = [ACL(Perm(a.perms), a.id.scheme, a.id.id) for a in reply.acl]
+    return acls, _stat_from_part(reply.stat)
 
 
 def create_op(
@@ -197,81 +240,71 @@ def create_op(
     ttl_ms: int | None,
 ) -> Op:
     """A create that answers with the new path and its Stat (``create2`` and kin)."""
-    fields = {"path": server_path, "data": data, "acl": _zk_acls(acls)}
+    body = _string(server_path) + _buffer(data) + _acls(acls)
     if container:
-        record = _CreateContainerRequest(**fields, flags=MODE_CONTAINER)
-    elif ttl_ms is not None:
+        return Op(OP_CREATE_CONTAINER, body + _I.pack(MODE_CONTAINER), user_path, _decode_create2)
+    if ttl_ms is not None:
         mode = MODE_TTL_SEQUENTIAL if sequential else MODE_TTL
-        record = _CreateTTLRequest(**fields, flags=mode, ttl=ttl_ms)
-    else:
-        flags = (MODE_EPHEMERAL if ephemeral else 0) | (MODE_SEQUENTIAL if sequential else 0)
-        record = zp.Create2Request(**fields, flags=flags)
-    return Op(record.opcode, record, user_path, _decode_create2)
+        payload = body + _I.pack(mode) + _Q.pack(ttl_ms)
+        return Op(OP_CREATE_TTL, payload, user_path, _decode_create2)
+    flags = (MODE_EPHEMERAL if ephemeral else 0) | (MODE_SEQUENTIAL if sequential else 0)
+    return Op(OP_CREATE2, body + _I.pack(flags), user_path, _decode_create2)
 
 
 def delete_op(user_path: str, server_path: str, version: int) -> Op:
-    return Op(OP_DELETE, zp.DeleteRequest(path=server_path, version=version), user_path, _none)
+    return Op(OP_DELETE, _string(server_path) + _I.pack(version), user_path, _none)
+
+
+_FLAG = (b"\x00", b"\x01")
 
 
 def exists_op(user_path: str, server_path: str, watch: bool) -> Op:
-    record = zp.ExistsRequest(path=server_path, watch=watch)
-    return Op(OP_EXISTS, record, user_path, _decode_stat)
+    return Op(OP_EXISTS, _string(server_path) + _FLAG[watch], user_path, _decode_stat)
 
 
 def get_data_op(user_path: str, server_path: str, watch: bool) -> Op:
-    record = zp.GetDataRequest(path=server_path, watch=watch)
-    return Op(OP_GET_DATA, record, user_path, _decode_get_data)
+    return Op(OP_GET_DATA, _string(server_path) + _FLAG[watch], user_path, _decode_get_data)
 
 
 def set_data_op(user_path: str, server_path: str, data: bytes, version: int) -> Op:
-    record = zp.SetDataRequest(path=server_path, data=data, version=version)
-    return Op(OP_SET_DATA, record, user_path, _decode_stat)
+    payload = _string(server_path) + _buffer(data) + _I.pack(version)
+    return Op(OP_SET_DATA, payload, user_path, _decode_stat)
 
 
 def children_op(user_path: str, server_path: str, watch: bool) -> Op:
-    record = zp.GetChildren2Request(path=server_path, watch=watch)
-    return Op(OP_GET_CHILDREN2, record, user_path, _decode_children2)
+    payload = _string(server_path) + _FLAG[watch]
+    return Op(OP_GET_CHILDREN2, payload, user_path, _decode_children2)
 
 
 def sync_op(user_path: str, server_path: str) -> Op:
-    return Op(OP_SYNC, zp.SyncRequest(path=server_path), user_path, _decode_sync)
+    return Op(OP_SYNC, _string(server_path), user_path, _decode_sync)
+
+
+def check_op(user_path: str, server_path: str, version: int) -> Op:
+    return Op(OP_CHECK, _string(server_path) + _I.pack(version), user_path, _none)
 
 
 def get_acl_op(user_path: str, server_path: str) -> Op:
-    return Op(OP_GET_ACL, zp.GetACLRequest(path=server_path), user_path, _decode_get_acl)
+    record = zp.GetACLRequest(path=server_path)
+    return Op(OP_GET_ACL, _record_payload(record), user_path, _decode_get_acl)
 
 
 def set_acl_op(user_path: str, server_path: str, acls: Sequence[ACL], version: int) -> Op:
     record = zp.SetACLRequest(path=server_path, acl=_zk_acls(acls), version=version)
-    return Op(OP_SET_ACL, record, user_path, _decode_stat)
-
-
-def check_op(user_path: str, server_path: str, version: int) -> Op:
-    record = zp.CheckVersionRequest(path=server_path, version=version)
-    return Op(OP_CHECK, record, user_path, _none)
+    return Op(OP_SET_ACL, _record_payload(record), user_path, _decode_stat)
 
 
 def close_op() -> Op:
-    return Op(OP_CLOSE, zp.CloseRequest(), None, _none)
+    return Op(OP_CLOSE, b"", None, _none)
 
 
 def add_watch_op(user_path: str, server_path: str, recursive: bool) -> Op:
     mode = ADD_WATCH_PERSISTENT_RECURSIVE if recursive else ADD_WATCH_PERSISTENT
-    return Op(OP_ADD_WATCH, _AddWatchRequest(path=server_path, mode=mode), user_path, _none)
+    record = _AddWatchRequest(path=server_path, mode=mode)
+    return Op(OP_ADD_WATCH, _record_payload(record), user_path, _none)
 
 
 # --- multi ------------------------------------------------------------------
-
-
-def _read_string(body: bytes, offset: int) -> tuple[str, int]:
-    (size,) = _INT.unpack_from(body, offset)
-    offset += 4
-    return body[offset : offset + size].decode(), offset + size
-
-
-def _read_stat(body: bytes, offset: int) -> tuple[Stat, int]:
-    return Stat(*_STAT.unpack_from(body, offset)), offset + _STAT.size
-
 
 MultiResult = str | tuple[str, Stat] | Stat | None
 
@@ -282,9 +315,10 @@ def multi_op(ops: Sequence[Op]) -> Op:
     A failed transaction raises the first real error (its ``op_index`` set);
     the other operations report "rolled back" or "runtime inconsistency".
     """
-    record = zp.TransactionRequest()
+    parts = []
     for op in ops:
-        record.add(op.record)
+        parts += [_MULTI_HEADER.pack(op.opcode, False, -1), op.payload]
+    parts.append(_MULTI_HEADER.pack(-1, True, -1))
     paths = [op.path for op in ops]
 
     def decode(body: bytes) -> list[MultiResult]:
@@ -322,7 +356,7 @@ def multi_op(ops: Sequence[Op]) -> Op:
             raise failure
         return results
 
-    return Op(OP_MULTI, record, None, decode)
+    return Op(OP_MULTI, b"".join(parts), None, decode)
 
 
 # --- session records ----------------------------------------------------------

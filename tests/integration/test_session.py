@@ -57,11 +57,12 @@ async def test_server_restart_suspends_at_once_and_resumes_the_same_session(
         await client.create("/mine", ephemeral=True)
         await private_zookeeper.stop()
         # Noticed from the closed socket, not from a heartbeat (which takes
-        # two thirds of the 10 s session timeout).
-        async with asyncio.timeout(1.0):
+        # two thirds of the 10 s session timeout); the bound leaves room for a
+        # loaded machine. `make bench` measures the actual delays.
+        async with asyncio.timeout(3.0):
             await log.wait_for(S)
         await private_zookeeper.start()
-        async with asyncio.timeout(2.0):
+        async with asyncio.timeout(5.0):
             await log.wait_for(R)
         assert log.states == [S, R]
         assert client.session_id == session
@@ -81,7 +82,7 @@ async def test_request_made_while_suspended_waits_for_the_session(
         await asyncio.sleep(0)
         assert not pending.done()
         await private_zookeeper.start()
-        data, _stat = await asyncio.wait_for(pending, 5)
+        data, _stat = await asyncio.wait_for(pending, 30)
         assert data == b"v"
 
 
@@ -138,11 +139,11 @@ async def test_silent_server_is_detected_by_the_read_timeout(
         session = client.session_id
         private_zookeeper.pause()
         try:
-            async with asyncio.timeout(3):  # read timeout is 2 s
+            async with asyncio.timeout(4.5):  # read timeout: 2 s, checked twice a second
                 await log.wait_for(S)
         finally:
             private_zookeeper.resume()
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(10):
             await log.wait_for(R)
         assert client.session_id == session
 
@@ -178,7 +179,7 @@ async def test_session_expires_on_the_client_clock_while_the_server_is_down(
         with pytest.raises(SessionExpiredError):
             await queued
         await private_zookeeper.start()
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(15):
             await log.wait_for(C, count=1)
         assert log.states == [S, L, C]
         assert client.session_id not in (0, old)
@@ -226,7 +227,7 @@ async def test_watches_of_every_kind_survive_a_reconnect(
         await writer.delete("/gone")
         await writer.create("/born")
         await writer.create("/parent/kid")
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(15):
             assert (await data_watch).type is EventType.CHANGED
             assert (await delete_watch).type is EventType.DELETED
             assert (await exist_watch).type is EventType.CREATED

@@ -5,6 +5,10 @@ from __future__ import annotations
 import struct
 
 import pytest
+from aiozk import protocol as zp
+from aiozk.protocol.acl import ACL as ZkACL
+from aiozk.protocol.acl import ID as ZkID
+from aiozk.protocol.stat import Stat as ZkStat
 
 from aiocoord import (
     ACL,
@@ -135,3 +139,106 @@ def test_error_codes_map_to_classes(code: int, cls: type[Exception]) -> None:
 def test_unknown_error_code_keeps_its_number() -> None:
     error = error_for_code(-999, "/p")
     assert isinstance(error, ZooKeeperError) and error.code == -999 and "-999" in str(error)
+
+
+# --- the hand-written hot path must match aiozk's records byte for byte ---------
+
+
+OPEN = [ACL(Perm.ALL, "world", "anyone")]
+DIGEST = [ACL(Perm.READ | Perm.WRITE, "digest", "u:abc="), ACL(Perm.ADMIN, "auth", "")]
+
+
+def _zk_acl(acls: list[ACL]) -> list[ZkACL]:
+    return [ZkACL(perms=int(a.perms), id=ZkID(scheme=a.scheme, id=a.id)) for a in acls]
+
+
+@pytest.mark.parametrize("path", ["/a", "/ünï/cødé", "/x/" + "y" * 300])
+@pytest.mark.parametrize("data", [b"", b"\x00\x01", b"z" * 5000])
+def test_data_requests_match_aiozk(path: str, data: bytes) -> None:
+    pairs = [
+        (_zk.set_data_op(path, path, data, 7), zp.SetDataRequest(path=path, data=data, version=7)),
+        (_zk.delete_op(path, path, -1), zp.DeleteRequest(path=path, version=-1)),
+        (_zk.check_op(path, path, 3), zp.CheckVersionRequest(path=path, version=3)),
+        (_zk.sync_op(path, path), zp.SyncRequest(path=path)),
+    ]
+    for watch in (False, True):
+        pairs += [
+            (_zk.get_data_op(path, path, watch), zp.GetDataRequest(path=path, watch=watch)),
+            (_zk.exists_op(path, path, watch), zp.ExistsRequest(path=path, watch=watch)),
+            (_zk.children_op(path, path, watch), zp.GetChildren2Request(path=path, watch=watch)),
+        ]
+    for acls in (OPEN, DIGEST):
+        for flags, (eph, seq) in enumerate(
+            [(False, False), (True, False), (False, True), (True, True)]
+        ):
+            ours = _zk.create_op(
+                path, path, data, acls, ephemeral=eph, sequential=seq, container=False, ttl_ms=None
+            )
+            theirs = zp.Create2Request(path=path, data=data, acl=_zk_acl(acls), flags=flags)
+            pairs.append((ours, theirs))
+    for ours, theirs in pairs:
+        assert ours.frame(42)[4:] == theirs.serialize(42), theirs
+
+
+def test_multi_request_matches_aiozk() -> None:
+    ours = _zk.multi_op(
+        [
+            _zk.create_op(
+                "/a",
+                "/a",
+                b"d",
+                OPEN,
+                ephemeral=True,
+                sequential=False,
+                container=False,
+                ttl_ms=None,
+            ),
+            _zk.set_data_op("/b", "/b", b"e", 2),
+            _zk.check_op("/c", "/c", 1),
+            _zk.delete_op("/d", "/d", -1),
+        ]
+    )
+    theirs = zp.TransactionRequest()
+    theirs.add(zp.Create2Request(path="/a", data=b"d", acl=_zk_acl(OPEN), flags=1))
+    theirs.add(zp.SetDataRequest(path="/b", data=b"e", version=2))
+    theirs.add(zp.CheckVersionRequest(path="/c", version=1))
+    theirs.add(zp.DeleteRequest(path="/d", version=-1))
+    assert ours.frame(9)[4:] == theirs.serialize(9)
+
+
+def _render(part: object) -> bytes:
+    fmt, values = part.render()  # type: ignore[attr-defined]
+    return struct.pack("!" + fmt, *values)
+
+
+ZK_STAT = ZkStat(
+    created_zxid=1,
+    last_modified_zxid=2,
+    created=3,
+    modified=4,
+    version=5,
+    child_version=6,
+    acl_version=7,
+    ephemeral_owner=8,
+    data_length=9,
+    num_children=10,
+    last_modified_children=11,
+)
+STAT = Stat(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+
+
+@pytest.mark.parametrize("data", [b"", b"v" * 1000, None])
+def test_replies_decode_like_aiozk(data: bytes | None) -> None:
+    get = _render(zp.GetDataResponse(data=data, stat=ZK_STAT))
+    assert _zk.get_data_op("/a", "/a", False).decode(get) == (data or b"", STAT)
+    assert _zk.exists_op("/a", "/a", False).decode(_render(zp.ExistsResponse(stat=ZK_STAT))) == STAT
+    created = _render(zp.Create2Response(path="/ü/n-0000000001", stat=ZK_STAT))
+    op = _zk.create_op(
+        "/a", "/a", b"", OPEN, ephemeral=False, sequential=False, container=False, ttl_ms=None
+    )
+    assert op.decode(created) == ("/ü/n-0000000001", STAT)
+    kids = _render(zp.GetChildren2Response(children=["a", "bé", "c" * 200], stat=ZK_STAT))
+    assert _zk.children_op("/a", "/a", False).decode(kids) == (["a", "bé", "c" * 200], STAT)
+    assert _zk.children_op("/a", "/a", False).decode(
+        _render(zp.GetChildren2Response(children=[], stat=ZK_STAT))
+    ) == ([], STAT)
