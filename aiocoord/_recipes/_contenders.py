@@ -40,9 +40,11 @@ __all__ = [
     "Decision",
     "Rule",
     "cleanup_scope",
+    "delete_own_node",
     "delete_quietly",
     "mutex_rule",
     "read_rule",
+    "recipe_path",
     "sequence_key",
     "sort_contenders",
 ]
@@ -294,15 +296,7 @@ class Contender:
         self._marker = None
         if node is None and marker is None:
             return
-        client = self._client
-        with cleanup_scope(client):
-            if node is None and marker is not None:
-                found = await retry_on_connection_loss(
-                    client, lambda: client.find_protected(self._path, marker)
-                )
-                node = found[0] if found is not None else None
-            if node is not None:
-                await delete_quietly(client, node)
+        await delete_own_node(self._client, self._path, node, marker)
 
     async def release(self) -> None:
         """Give up our place (held or not): delete the node, surviving connection loss.
@@ -316,6 +310,32 @@ class Contender:
             await delete_quietly(self._client, node)
         self.node = None
         self._marker = None
+
+
+async def delete_own_node(
+    client: Client, parent: str, node: str | None, marker: str | None
+) -> None:
+    """Delete a recipe's own node under ``parent``, shielded and time-bounded.
+
+    When the node's path is unknown (its create was cut off before the reply),
+    it is found by its protected ``marker``, if the create reached the server.
+    """
+    with cleanup_scope(client):
+        if node is None and marker is not None:
+            found = await retry_on_connection_loss(
+                client, lambda: client.find_protected(parent, marker)
+            )
+            node = found[0] if found is not None else None
+        if node is not None:
+            await delete_quietly(client, node)
+
+
+def recipe_path(path: str, what: str) -> str:
+    """Validate a recipe's path: a valid znode path, and not the root."""
+    _paths.validate_path(path)
+    if path == "/":
+        raise ValueError(f"a {what} needs its own path, not the root")
+    return path
 
 
 async def delete_quietly(client: Client, path: str) -> None:

@@ -42,6 +42,7 @@ from .._exceptions import (
 from .._session._client import Client
 from .._session._retry import RetryNTimes, RetryPolicy
 from .._types import Stat
+from ._contenders import recipe_path
 from ._lock import Mutex
 
 __all__ = [
@@ -491,9 +492,7 @@ class _AtomicNumber:
         promoted_to_lock: PromotedToLock | None = None,
         coalesce: bool = True,
     ) -> None:
-        _paths.validate_path(path)
-        if path == "/":
-            raise ValueError("a counter needs its own node, not the root")
+        recipe_path(path, "counter")
         if promoted_to_lock is not None:
             _paths.validate_path(promoted_to_lock.lock_path)
         self._client = client

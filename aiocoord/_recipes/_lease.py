@@ -27,7 +27,13 @@ from .._exceptions import (
 )
 from .._session._client import Client, protected_marker
 from .._types import Stat
-from ._contenders import cleanup_scope, delete_quietly, retry_on_connection_loss, sort_contenders
+from ._contenders import (
+    cleanup_scope,
+    delete_quietly,
+    recipe_path,
+    retry_on_connection_loss,
+    sort_contenders,
+)
 
 __all__ = ["Lease"]
 
@@ -59,9 +65,7 @@ class Lease:
     """
 
     def __init__(self, client: Client, path: str, ttl: float, holder: str | bytes) -> None:
-        _paths.validate_path(path)
-        if path == "/":
-            raise ValueError("a lease needs its own path, not the root")
+        recipe_path(path, "lease")
         if ttl <= 0:
             raise ValueError("ttl must be positive")
         self._client = client

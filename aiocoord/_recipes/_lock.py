@@ -12,7 +12,6 @@ from typing import Any, Protocol
 
 import anyio
 
-from .. import _paths
 from .._exceptions import (
     DeadlockError,
     LockLostError,
@@ -33,6 +32,7 @@ from ._contenders import (
     Rule,
     mutex_rule,
     read_rule,
+    recipe_path,
     sort_contenders,
 )
 from ._holding import Hold, LossMonitor
@@ -144,9 +144,7 @@ class Mutex:
         data: bytes | None = None,
         error_policy: ErrorPolicy | None = None,
     ) -> None:
-        _paths.validate_path(path)
-        if path == "/":
-            raise ValueError("a lock needs its own path, not the root")
+        recipe_path(path, "lock")
         self._client = client
         self.path = path
         self._data = default_node_data() if data is None else bytes(data)
@@ -336,13 +334,16 @@ class FencedTransaction(Transaction):
         return results[1:]
 
 
-class _WriteLock(Mutex):
-    _lock_name = WRITE_LOCK_NAME
+class _SideOfReadWriteLock(Mutex):
     _lock_names = (WRITE_LOCK_NAME, READ_LOCK_NAME)
 
     def __init__(self, owner: ReadWriteLock, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._owner = owner
+
+
+class _WriteLock(_SideOfReadWriteLock):
+    _lock_name = WRITE_LOCK_NAME
 
     def _before_acquire(self, task: asyncio.Task[Any]) -> None:
         if self._owner.read_lock._owned_by(task):
@@ -352,13 +353,8 @@ class _WriteLock(Mutex):
             )
 
 
-class _ReadLock(Mutex):
+class _ReadLock(_SideOfReadWriteLock):
     _lock_name = READ_LOCK_NAME
-    _lock_names = (WRITE_LOCK_NAME, READ_LOCK_NAME)
-
-    def __init__(self, owner: ReadWriteLock, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._owner = owner
 
     def _rule_for(self, task: asyncio.Task[Any]) -> Rule:
         writer = self._owner.write_lock

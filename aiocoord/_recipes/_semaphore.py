@@ -21,7 +21,13 @@ from .. import _paths
 from .._exceptions import ConnectionLossError, NoNodeError, NotOwnerError, SessionExpiredError
 from .._session._client import Client, protected_marker
 from .._session._state import ErrorPolicy
-from ._contenders import cleanup_scope, delete_quietly, retry_on_connection_loss
+from ._contenders import (
+    cleanup_scope,
+    delete_own_node,
+    delete_quietly,
+    recipe_path,
+    retry_on_connection_loss,
+)
 from ._holding import Hold, LossMonitor
 from ._lock import HoldContext, Mutex, default_node_data
 
@@ -80,9 +86,7 @@ class Semaphore:
         data: bytes | None = None,
         error_policy: ErrorPolicy | None = None,
     ) -> None:
-        _paths.validate_path(path)
-        if path == "/":
-            raise ValueError("a semaphore needs its own path, not the root")
+        recipe_path(path, "semaphore")
         if not isinstance(max_leases, int) or max_leases < 1:
             raise ValueError("max_leases must be an int >= 1")
         self._client = client
@@ -178,15 +182,7 @@ class Semaphore:
                 watch.cancel()
 
     async def _drop(self, node: str | None, marker: str) -> None:
-        client = self._client
-        with cleanup_scope(client):
-            if node is None:
-                found = await retry_on_connection_loss(
-                    client, lambda: client.find_protected(self._leases_path, marker)
-                )
-                node = found[0] if found is not None else None
-            if node is not None:
-                await delete_quietly(client, node)
+        await delete_own_node(self._client, self._leases_path, node, marker)
 
     async def __aenter__(self) -> SemaphoreLease:
         leases = await self.acquire(1)
