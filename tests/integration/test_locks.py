@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+import anyio
 import pytest
 
 import aiocoord
@@ -357,3 +358,67 @@ async def test_writer_may_downgrade_but_not_upgrade(coord: aiocoord.Client, chil
         await rw.write_lock.acquire()
     await rw.read_lock.release()
     assert await children_of(coord, "/grade") == []
+
+
+async def test_a_waiter_whose_create_reply_was_lost_leaves_no_orphan(
+    private_zookeeper: ZooKeeperServer, state_log, children_of, children_reach
+) -> None:
+    async with (
+        aiocoord.connect(private_zookeeper.connect_string) as holder_client,
+        aiocoord.connect(private_zookeeper.connect_string) as waiter_client,
+    ):
+        log = state_log(waiter_client)
+        holder = Mutex(holder_client, "/orphan")
+        await holder.acquire()
+        private_zookeeper.pause()
+        try:
+            waiter = asyncio.create_task(take_and_release(Mutex(waiter_client, "/orphan")))
+            await asyncio.sleep(0.05)  # let its create (and listing) leave
+            drop_connection(waiter_client)  # the replies are lost with the connection
+        finally:
+            private_zookeeper.resume()
+        await log.wait_for(ConnectionState.RECONNECTED)
+        await children_reach(holder_client, "/orphan", 2)
+        await holder.release()
+        assert await asyncio.wait_for(waiter, 20) > 0
+        # Whether the lost create was found or made again, nothing is left.
+        assert await children_of(holder_client, "/orphan") == []
+
+
+async def test_release_survives_a_dropped_connection(
+    private_zookeeper: ZooKeeperServer, children_of
+) -> None:
+    async with aiocoord.connect(
+        private_zookeeper.connect_string, error_policy=SessionErrorPolicy()
+    ) as client:
+        lock = Mutex(client, "/release")
+        await lock.acquire()
+
+        async def cut_the_connection() -> None:
+            try:
+                await asyncio.sleep(0.05)  # the delete is in flight
+                drop_connection(client)  # ...and its reply is lost
+            finally:
+                private_zookeeper.resume()
+
+        private_zookeeper.pause()
+        saboteur = asyncio.create_task(cut_the_connection())
+        async with asyncio.timeout(20):
+            await lock.release()  # the owning task releases; it must ride out the cut
+        await saboteur
+        assert not lock.is_held
+        assert await children_of(client, "/release") == []
+
+
+async def test_anyio_deadlines_are_honoured(client_factory: ClientFactory) -> None:
+    a, b = await started(client_factory, 2)
+    held = Mutex(a, "/anyio")
+    await held.acquire()
+    with anyio.move_on_after(0.2) as scope:
+        await Mutex(b, "/anyio").acquire()
+    assert scope.cancelled_caught
+    with pytest.raises(TimeoutError):
+        with anyio.fail_after(0.2):
+            await Mutex(b, "/anyio").acquire()
+    assert len(await held.participants()) == 1
+    await held.release()
