@@ -7,20 +7,15 @@ points the server refuses.
 
 from __future__ import annotations
 
+import re
+
 from ._exceptions import InvalidPathError
 
 __all__ = ["basename", "join", "parent", "validate_path"]
 
 
-def _bad_char(ch: str) -> bool:
-    c = ord(ch)
-    return (
-        c == 0
-        or 0x01 <= c <= 0x1F
-        or 0x7F <= c <= 0x9F
-        or 0xD800 <= c <= 0xF8FF
-        or 0xFFF0 <= c <= 0xFFFF
-    )
+# Code points ZooKeeper refuses in a path (PathUtils.validatePath).
+_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff]")
 
 
 # Paths already found valid: recipes use the same few paths over and over.
@@ -59,9 +54,9 @@ def _check(path: str, checked: str) -> None:
             raise InvalidPathError(path, "empty segment ('//')")
         if segment in (".", ".."):
             raise InvalidPathError(path, f"relative segment {segment!r}")
-        for ch in segment:
-            if _bad_char(ch):
-                raise InvalidPathError(path, f"forbidden character U+{ord(ch):04X}")
+    bad = _FORBIDDEN.search(checked)
+    if bad is not None:
+        raise InvalidPathError(path, f"forbidden character U+{ord(bad.group()):04X}")
 
 
 def join(base: str, *parts: str) -> str:

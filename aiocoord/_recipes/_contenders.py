@@ -13,8 +13,10 @@ the loop around them: create, list, decide, watch, repeat.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
+import heapq
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -79,38 +81,64 @@ def sort_contenders(names: Sequence[str], lock_names: Sequence[str]) -> list[str
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """Whether a contender holds, and if not, the one node it waits on."""
+    """Whether a contender holds; if not, the one node it waits on.
+
+    ``blockers`` counts the contenders ahead that stand in the way. When it is
+    1, the watched node is the last of them: its deletion means we hold, with
+    no need to list the queue again (nobody can queue ahead of us later, since
+    sequence numbers only grow).
+    """
 
     holds: bool
     watch: str | None = None
+    blockers: int = 0
 
 
-Rule = Callable[[Sequence[str], int], Decision]
-"""``rule(ordered_names, my_index) -> Decision``."""
+Rule = Callable[[Sequence[str], str], Decision]
+"""``rule(names, my_name) -> Decision``; ``names`` in any order, ours among them.
+
+Rules make one pass over the names (no sort): a waiter re-reads the whole queue
+each time it wakes, so this is the cost that grows with the queue.
+"""
 
 
-def mutex_rule(max_leases: int = 1) -> Rule:
-    """The first ``max_leases`` contenders hold; the others each watch the one
-    ``max_leases`` places ahead of them."""
+def _ahead(names: Sequence[str], me: str, lock_names: Sequence[str]) -> list[tuple[str, str]]:
+    mine = sequence_key(me, lock_names)
+    keyed = ((sequence_key(n, lock_names), n) for n in names)
+    return [(k, n) for k, n in keyed if k < mine]
+
+
+def mutex_rule(max_leases: int = 1, lock_names: Sequence[str] = (LOCK_NAME,)) -> Rule:
+    """The first ``max_leases`` contenders hold; any other watches the one
+    ``max_leases`` places ahead of it."""
     if max_leases < 1:
         raise ValueError("max_leases must be >= 1")
+    names_ = tuple(lock_names)
 
-    def rule(ordered: Sequence[str], index: int) -> Decision:
-        if index < max_leases:
+    def rule(names: Sequence[str], me: str) -> Decision:
+        ahead = _ahead(names, me, names_)
+        if len(ahead) < max_leases:
             return Decision(True)
-        return Decision(False, ordered[index - max_leases])
+        # The contender max_leases places ahead: the nearest, for a mutex.
+        watch = max(ahead)[1] if max_leases == 1 else heapq.nlargest(max_leases, ahead)[-1][1]
+        return Decision(False, watch, len(ahead) - max_leases + 1)
 
     return rule
 
 
-def read_rule(ordered: Sequence[str], index: int) -> Decision:
+def read_rule(lock_names: Sequence[str] = (WRITE_LOCK_NAME, READ_LOCK_NAME)) -> Rule:
     """A reader holds unless a writer is queued ahead of it; then it watches the
     nearest such writer (readers never wait for readers, and a queued writer
     blocks later readers, so writers do not starve)."""
-    for ahead in range(index - 1, -1, -1):
-        if WRITE_LOCK_NAME in ordered[ahead]:
-            return Decision(False, ordered[ahead])
-    return Decision(True)
+    names_ = tuple(lock_names)
+
+    def rule(names: Sequence[str], me: str) -> Decision:
+        writers = [kn for kn in _ahead(names, me, names_) if WRITE_LOCK_NAME in kn[1]]
+        if not writers:
+            return Decision(True)
+        return Decision(False, max(writers)[1], len(writers))
+
+    return rule
 
 
 # --- the loop ---------------------------------------------------------------
@@ -193,6 +221,13 @@ class Contender:
         On timeout, cancellation or error our node is deleted before returning,
         also when its create was still in flight: it is found by its marker.
         """
+        if timeout is None:  # the common case: no scope to set up
+            try:
+                await self._acquire()
+            except BaseException:
+                await self.abandon()
+                raise
+            return True
         with anyio.move_on_after(timeout):
             try:
                 await self._acquire()
@@ -254,7 +289,7 @@ class Contender:
         client = self._client
         assert self.node is not None
         me = _paths.basename(self.node)
-        names = self._listing
+        names, self._listing = self._listing, None
         while True:
             if names is None:
                 try:
@@ -263,11 +298,10 @@ class Contender:
                     )
                 except NoNodeError:
                     raise _NodeVanished from None
-            ordered = sort_contenders(names, self._lock_names)
-            if me not in ordered:
+            if me not in names:
                 raise _NodeVanished
-            index = ordered.index(me)
-            decision = self._rule(ordered, index)
+            decision = self._rule(names, me)
+            names = None  # a long queue's listing must not live on while we wait
             if decision.holds:
                 return
             assert decision.watch is not None
@@ -280,14 +314,8 @@ class Contender:
                     deleted = (await watch).type is EventType.DELETED
             finally:
                 watch.cancel()
-            names = None
-            if deleted:
-                # Nobody can queue ahead of us (sequence numbers only grow), so
-                # the last listing minus the node that went is a safe picture:
-                # if it says we hold, we do, without another round trip.
-                remaining = [n for n in ordered if n != decision.watch]
-                if self._rule(remaining, remaining.index(me)).holds:
-                    return
+            if deleted and decision.blockers == 1:
+                return
 
     async def abandon(self) -> None:
         """Delete our node (or the one a lost create left), shielded and time-bounded."""
@@ -306,8 +334,16 @@ class Contender:
         node = self.node
         if node is None:
             return
-        with cleanup_scope(self._client, must_finish=True):
+        try:
             await delete_quietly(self._client, node)
+        except (SessionExpiredError, ClientClosedError):
+            pass  # the node went with the session
+        except asyncio.CancelledError:
+            # The caller gave up waiting, but the node must still go: finish
+            # (the delete is idempotent) where the cancellation cannot reach.
+            with cleanup_scope(self._client, must_finish=True):
+                await delete_quietly(self._client, node)
+            raise
         self.node = None
         self._marker = None
 

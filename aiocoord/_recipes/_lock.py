@@ -150,6 +150,7 @@ class Mutex:
         self._data = default_node_data() if data is None else bytes(data)
         self._monitor = LossMonitor(client, error_policy or client.error_policy)
         self._holds: dict[asyncio.Task[Any], _LockHold] = {}
+        self._mutex_rule = mutex_rule(1, self._lock_names)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.path!r} held={self.is_held}>"
@@ -157,7 +158,7 @@ class Mutex:
     # --- acquiring ----------------------------------------------------------------
 
     def _rule_for(self, task: asyncio.Task[Any]) -> Rule:
-        return mutex_rule(1)
+        return self._mutex_rule
 
     def _before_acquire(self, task: asyncio.Task[Any]) -> None:
         """Refuse an acquisition that could never be granted."""
@@ -358,12 +359,13 @@ class _ReadLock(_SideOfReadWriteLock):
 
     def _rule_for(self, task: asyncio.Task[Any]) -> Rule:
         writer = self._owner.write_lock
+        readers = read_rule(self._lock_names)
 
-        def rule(ordered: Sequence[str], index: int) -> Decision:
+        def rule(names: Sequence[str], me: str) -> Decision:
             # The write lock's holder may also read (a downgrade).
             if writer._owned_by(task):
                 return Decision(True)
-            return read_rule(ordered, index)
+            return readers(names, me)
 
         return rule
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
+import os
 import random
 import ssl
 import time
@@ -60,9 +62,18 @@ PROTECTED_PREFIX = "_c_"
 """Marks a protected node name (``_c_<uuid>-<name>``), as Curator's protection mode does."""
 
 
+_marker_base = str(uuid.uuid4())[:24]  # random per process; the rest counts
+_marker_count = itertools.count(int.from_bytes(os.urandom(5), "big"))
+
+
 def protected_marker() -> str:
-    """A fresh ``_c_<uuid>-`` prefix for a protected node name."""
-    return f"{PROTECTED_PREFIX}{uuid.uuid4()}-"
+    """A fresh ``_c_<id>-`` prefix for a protected node name.
+
+    The id has a UUID's shape, as Curator's do (its tools recognise protected
+    names by it), but costs a counter step instead of a uuid4 per create:
+    random per process, unique within it.
+    """
+    return f"{PROTECTED_PREFIX}{_marker_base}{next(_marker_count) & 0xFFFFFFFFFFFF:012x}-"
 
 
 _MAX_BACKOFF = 0.5

@@ -35,19 +35,25 @@ def test_read_write_names_sort_together() -> None:
     assert ordered == [names[2], names[1], names[0]]
 
 
+def _names(*sequence: int, prefix: str = "_c_x-lock-") -> list[str]:
+    return [f"{prefix}{n:010d}" for n in sequence]
+
+
 def test_mutex_rule_first_holds_others_watch_their_predecessor() -> None:
     rule = mutex_rule()
-    order = ["a", "b", "c"]
-    assert rule(order, 0) == Decision(True)
-    assert rule(order, 1) == Decision(False, "a")
-    assert rule(order, 2) == Decision(False, "b")
+    a, b, c = _names(1, 2, 3)
+    shuffled = [c, a, b]  # the server lists children in no particular order
+    assert rule(shuffled, a) == Decision(True)
+    assert rule(shuffled, b) == Decision(False, a, blockers=1)
+    assert rule(shuffled, c) == Decision(False, b, blockers=2)
 
 
 def test_counting_rule_watches_max_leases_ahead() -> None:
     rule = mutex_rule(2)
-    order = ["a", "b", "c", "d"]
-    assert rule(order, 1).holds
-    assert rule(order, 3) == Decision(False, "b")
+    a, b, c, d = _names(1, 2, 3, 4)
+    assert rule([d, c, b, a], b).holds
+    assert rule([d, c, b, a], c) == Decision(False, a, blockers=1)
+    assert rule([d, c, b, a], d) == Decision(False, b, blockers=2)
     with pytest.raises(ValueError):
         mutex_rule(0)
 
@@ -55,9 +61,10 @@ def test_counting_rule_watches_max_leases_ahead() -> None:
 def test_readers_share_and_wait_only_for_writers_ahead() -> None:
     r, w = READ_LOCK_NAME, WRITE_LOCK_NAME
     order = [f"{r}1", f"{r}2", f"{w}3", f"{r}4", f"{w}5", f"{r}6"]
-    assert read_rule(order, 0).holds and read_rule(order, 1).holds
-    assert read_rule(order, 3) == Decision(False, f"{w}3")
-    assert read_rule(order, 5) == Decision(False, f"{w}5")  # the nearest writer ahead
+    rule = read_rule()
+    assert rule(order, order[0]).holds and rule(order, order[1]).holds
+    assert rule(order, order[3]) == Decision(False, f"{w}3", blockers=1)
+    assert rule(order, order[5]) == Decision(False, f"{w}5", blockers=2)  # the nearest
 
 
 @given(st.lists(st.booleans(), min_size=1, max_size=30), st.data())
@@ -67,11 +74,10 @@ def test_at_most_one_writer_holds_and_never_with_a_reader(
     """In any queue, holders are either one writer, or a run of readers at the front."""
     r, w = READ_LOCK_NAME, WRITE_LOCK_NAME
     order = [f"{w if is_writer else r}{i:010d}" for i, is_writer in enumerate(kinds)]
-    write_rule = mutex_rule()
+    write_rule = mutex_rule(1, (w, r))
+    reads = read_rule()
     holders = [
-        i
-        for i, name in enumerate(order)
-        if (write_rule if w in name else read_rule)(order, i).holds
+        i for i, name in enumerate(order) if (write_rule if w in name else reads)(order, name).holds
     ]
     writers = [i for i in holders if w in order[i]]
     assert len(writers) <= 1
@@ -81,6 +87,10 @@ def test_at_most_one_writer_holds_and_never_with_a_reader(
         assert holders == list(range(len(holders)))  # a prefix of readers
     # Every waiter watches a node ahead of it.
     i = data.draw(st.integers(0, len(order) - 1))
-    decision = (write_rule if w in order[i] else read_rule)(order, i)
+    decision = (write_rule if w in order[i] else reads)(order, order[i])
     if not decision.holds:
         assert decision.watch in order[:i]
+        # After the watched node goes, the others still block us unless it was the last.
+        remaining = [n for n in order if n != decision.watch]
+        after = (write_rule if w in order[i] else reads)(remaining, order[i])
+        assert after.holds == (decision.blockers == 1)
