@@ -161,7 +161,7 @@ class Pipeline(_Builder):
         if not self._ops:
             return []
         conn = await self._client._connection()
-        futures = [conn.submit(op) for op in self._ops]
+        futures = conn.submit_all(self._ops)
         outcomes = await asyncio.gather(*futures, return_exceptions=True)
         results: list[Any] = []
         for op, finish, outcome in zip(self._ops, self._finish, outcomes, strict=True):

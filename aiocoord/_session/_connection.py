@@ -14,7 +14,7 @@ import logging
 import ssl
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._exceptions import ConnectionLossError, error_for_code
@@ -198,6 +198,21 @@ class Connection(asyncio.Protocol):
         future: asyncio.Future[Any] = self._loop.create_future()
         self._pending[xid] = _Pending(op, future, hook)
         return future
+
+    def submit_all(self, ops: Sequence[_zk.Op]) -> list[asyncio.Future[Any]]:
+        """Send several requests in one write (a pipeline); one future each."""
+        first = self._next_xid
+        frames = []
+        for offset, op in enumerate(ops):
+            frames.append(op.frame((first + offset - 1) % 0x7FFFFFFF + 1))
+        self._send(b"".join(frames))  # raises before anything is registered
+        self._next_xid = (first + len(ops) - 1) % 0x7FFFFFFF + 1
+        futures: list[asyncio.Future[Any]] = []
+        for offset, op in enumerate(ops):
+            future: asyncio.Future[Any] = self._loop.create_future()
+            self._pending[(first + offset - 1) % 0x7FFFFFFF + 1] = _Pending(op, future, None)
+            futures.append(future)
+        return futures
 
     def send_special(self, xid: int, frame: bytes) -> asyncio.Future[int]:
         """Send an auth or set-watches frame; the future gets the reply's error code."""
