@@ -7,12 +7,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help test lint demo zookeeper clean
+.PHONY: help test lint demo zookeeper bench clean
 
 help:
 	@echo "make demo   a ticket sale on an embedded ZooKeeper: no oversell, no lost sale"
 	@echo "make test   run the test suite against real ZooKeeper servers"
 	@echo "make lint   ruff and mypy --strict"
+	@echo "make bench  aiocoord against Curator, kazoo and aiozk (bench/README.md)"
 
 $(STAMP): pyproject.toml scripts/setup-venv.sh
 	PYTHON=$(PYTHON) sh scripts/setup-venv.sh $(VENV)
@@ -26,12 +27,28 @@ test: $(STAMP)
 	$(PY) -m pytest -m "not chaos" $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check aiocoord tests examples
-	$(VENV)/bin/ruff format --check aiocoord tests examples
+	$(VENV)/bin/ruff check aiocoord tests examples bench
+	$(VENV)/bin/ruff format --check aiocoord tests examples bench
 	$(VENV)/bin/mypy
 
 demo: $(STAMP) zookeeper
 	$(PY) examples/tickets.py
+
+# BENCH_SECONDS, BENCH_REPEAT, BENCH_ONLY, BENCH_WARMUP, BENCH_WAITERS: see bench/README.md.
+BENCH_STAMP := $(VENV)/.bench-installed
+
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install -q -e '.[bench]'
+	@touch $@
+
+bench: $(BENCH_STAMP)
+	@WITH_CURATOR=1 sh scripts/ensure-zookeeper.sh
+	@command -v taskset >/dev/null 2>&1 || { \
+		echo "installing util-linux (taskset)" >&2; \
+		SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq util-linux; }
+	$(PY) -m bench.run
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""aiocoord's benchmark suite: ``python -m bench.run`` (see bench/README.md)."""

@@ -1,0 +1,559 @@
+"""Turn the driver's runs into the report: medians, ratios, a markdown table, a chart.
+
+``python -m bench.report bench/results/<date>.json`` renders the markdown and
+the chart again from a saved JSON document.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["summarize", "write"]
+
+Row = dict[str, Any]
+OURS = "aiocoord"
+PEERS = ("curator", "curator/promoted", "kazoo", "aiozk", "java")
+COLORS = {
+    "aiocoord": "#1f77b4",
+    "aiocoord/shared-client": "#6baed6",
+    "curator": "#d62728",
+    "curator/promoted": "#ff9896",
+    "kazoo": "#2ca02c",
+    "aiozk": "#ff7f0e",
+    "java": "#7f7f7f",
+}
+UNITS = {
+    "mutex": "hand-offs/s",
+    "counter": "increments/s",
+    "pipelined": "sets/s",
+    "latency": "round trips/s",
+    "memory": "hand-offs/s",
+}
+NOISY_CORES = 0.25
+"""Runs during which other processes used more CPU than this are flagged as noisy."""
+
+
+# --- medians ------------------------------------------------------------------------------
+
+
+def _label(run: Row) -> str:
+    return f"{run['library']}/{run['variant']}" if run.get("variant") else str(run["library"])
+
+
+def summarize(runs: Iterable[Row]) -> list[Row]:
+    """One row per (scenario, library, variant, contenders): the numbers of the run
+    with the median rate (the lower middle one for an even count), its spread over
+    the runs, and a violation or error in place of numbers if any run had one."""
+    groups: dict[tuple[str, str, int], list[Row]] = {}
+    for run in runs:
+        groups.setdefault((run["scenario"], _label(run), run["contenders"]), []).append(run)
+    rows = []
+    for (scenario, label, contenders), group in groups.items():
+        row: Row = {
+            "scenario": scenario,
+            "label": label,
+            "library": group[0]["library"],
+            "variant": group[0]["variant"],
+            "contenders": contenders,
+            "runs": len(group),
+            "other_cores_max": max(r.get("cpu", {}).get("other_cores", 0.0) for r in group),
+        }
+        good = [r for r in group if "error" not in r]
+        violations = [r["violation"] for r in good if r.get("violation")]
+        if not good:
+            row["error"] = group[0]["error"]
+        elif violations:
+            row["violation"] = violations[0]
+        else:
+            ordered = sorted(good, key=lambda r: r["rate"])
+            median = ordered[(len(ordered) - 1) // 2]
+            for key in ("rate", "ops", "window_s", "latency_ms", "conflicts", "failures"):
+                row[key] = median[key]
+            row["extra"] = median.get("extra", {})
+            rates = [r["rate"] for r in good]
+            row["rate_spread"] = (
+                (max(rates) - min(rates)) / statistics.median(rates) if len(rates) > 1 else 0.0
+            )
+            if len(good) < len(group):
+                row["partial"] = f"{len(group) - len(good)} of {len(group)} runs failed"
+        rows.append(row)
+    return rows
+
+
+# --- formatting ------------------------------------------------------------------------------
+
+
+def _ok(row: Row | None) -> bool:
+    return row is not None and "error" not in row and "violation" not in row
+
+
+def _rate(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if value < 1:
+        return f"{value:.3f}"
+    return f"{value:.2f}" if value < 10 else f"{value:.1f}"
+
+
+def _ratio(ours: float | None, theirs: float | None) -> str:
+    if not ours or not theirs:
+        return "—"
+    return f"{ours / theirs:.2f}x"
+
+
+def _latency(row: Row | None, kind: str, point: str) -> float | None:
+    if not _ok(row):
+        return None
+    assert row is not None
+    value = row["latency_ms"].get(kind, {}).get(point)
+    return float(value) if value is not None else None
+
+
+def _check(row: Row) -> str:
+    if "error" in row:
+        return f"**error**: {row['error']}"
+    if "violation" in row:
+        return f"**VIOLATION**: {row['violation']}"
+    return "ok" + (f" ({row['partial']})" if "partial" in row else "")
+
+
+def _table(header: Sequence[str], body: Iterable[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(cells) + " |" for cells in body]
+    return lines
+
+
+class _Index:
+    """Rows looked up by (scenario, label, contenders)."""
+
+    def __init__(self, rows: Sequence[Row]) -> None:
+        self.rows = rows
+        self._by = {(r["scenario"], r["label"], r["contenders"]): r for r in rows}
+
+    def get(self, scenario: str, label: str, contenders: int) -> Row | None:
+        return self._by.get((scenario, label, contenders))
+
+    def of(self, scenario: str) -> list[Row]:
+        def order(row: Row) -> tuple[int, int, str]:
+            label = row["label"]
+            rank = 0 if label == OURS else 1 if label.startswith(OURS) else 2
+            return row["contenders"], rank, label
+
+        return sorted((r for r in self.rows if r["scenario"] == scenario), key=order)
+
+    def peers(self, scenario: str) -> list[str]:
+        present = {r["label"] for r in self.rows if r["scenario"] == scenario}
+        known = [p for p in PEERS if p in present]
+        return known + sorted(present - set(known) - {r for r in present if r.startswith(OURS)})
+
+
+# --- markdown ----------------------------------------------------------------------------------
+
+
+def markdown(document: Row) -> str:
+    index = _Index(document["results"])
+    config, versions, machine = document["config"], document["versions"], document["machine"]
+    lines = [
+        f"# aiocoord benchmark, {document['date']}",
+        "",
+        f"- Machine: {machine['nproc']} cores ({machine['cpu']}), {machine['memory']}, "
+        f"Linux {machine['kernel']}",
+        "- Software: " + ", ".join(f"{name} {version}" for name, version in versions.items()),
+        f"- Server: {config['server']}, pinned to core 0; every library's runner is one "
+        "process pinned to core 1"
+        + ("" if config["pinned"] else " (**not pinned this time**: see notes)")
+        + ". Every contender has its own session unless marked *shared-client* "
+        "(tasks of one process sharing one client).",
+        f"- Each number is the median of {config['repeat']} run(s) of {config['seconds']:g} s "
+        f"measured after {config['warmup_s']:g} s of warm-up; *spread* is (max - min) / median "
+        "of the rates over those runs. Latencies are in milliseconds.",
+        "- Ratios are aiocoord ÷ peer, both measured in this run on the same server: above 1 "
+        "aiocoord does more per second; for latencies, below 1 aiocoord is quicker.",
+        _load_line(document),
+        "",
+    ]
+    lines += _headline(index)
+    lines += _throughput_section(index, "mutex", "Mutex hand-offs", "acquire")
+    lines += _counter_section(index)
+    lines += _throughput_section(index, "pipelined", "Pipelined sets on one node", "set")
+    lines += _latency_section(index)
+    lines += _memory_section(index)
+    notes = list(document.get("notes", []))
+    notes += [
+        f"{r['scenario']} x{r['contenders']} {r['label']}: {_check(r)}"
+        for r in document["results"]
+        if not _ok(r)
+    ]
+    noisy = [r for r in document["results"] if r.get("other_cores_max", 0) > NOISY_CORES]
+    if noisy:
+        notes.append(
+            f"Noisy (other processes used over {NOISY_CORES} cores during a run): "
+            + ", ".join(
+                f"{r['scenario']} x{r['contenders']} {r['label']} ({r['other_cores_max']:.2f})"
+                for r in noisy
+            )
+        )
+    if notes:
+        lines += ["## Notes", "", *[f"- {note}" for note in notes], ""]
+    return "\n".join(lines)
+
+
+def _load_line(document: Row) -> str:
+    loads = [r["cpu"]["other_cores"] for r in document["runs"] if "cpu" in r]
+    if not loads:
+        return ""
+    return (
+        "- Other processes on the machine used on average "
+        f"{statistics.mean(loads):.2f} cores during runs (at most {max(loads):.2f}); "
+        f"each run first waited up to 10 s for them to fall under 0.2 cores."
+    )
+
+
+def _headline(index: _Index) -> list[str]:
+    peers = [p for p in PEERS if any(r["label"] == p for r in index.rows)]
+    body = []
+    for scenario in ("mutex", "counter", "pipelined"):
+        for ours in index.of(scenario):
+            if not ours["label"].startswith(OURS):
+                continue
+            cells = [
+                f"{scenario} {UNITS[scenario]}, {_contenders(ours)}",
+                _rate(ours["rate"]) if _ok(ours) else _check(ours),
+            ]
+            for peer in peers:
+                theirs = index.get(scenario, peer, ours["contenders"])
+                ok = _ok(ours) and _ok(theirs)
+                cells.append(_ratio(ours["rate"], theirs["rate"]) if ok and theirs else "—")
+            body.append(cells)
+    for kind in ("get", "set"):
+        for point in ("p50", "p99"):
+            ours_row = index.get("latency", OURS, 1)
+            mine = _latency(ours_row, kind, point)
+            if mine is None:
+                continue
+            cells = [f"{kind} round trip {point} (ms, lower is better)", _ms(mine)]
+            cells += [
+                _ratio(mine, _latency(index.get("latency", p, 1), kind, point)) for p in peers
+            ]
+            body.append(cells)
+    if not body:
+        return []
+    header = ["measurement", "aiocoord", *[f"aiocoord ÷ {p}" for p in peers]]
+    lines = ["## aiocoord against its peers", "", *_table(header, body), ""]
+    if any(r["scenario"] == "counter" for r in index.rows) and not any(
+        r["scenario"] == "counter" and r["label"].startswith(OURS) for r in index.rows
+    ):
+        lines += [
+            "aiocoord's counter (`AtomicLong`) is not measured yet: the peers' counter "
+            "numbers below are the baseline it will be compared with.",
+            "",
+        ]
+    return lines
+
+
+def _contenders(row: Row) -> str:
+    n = row["contenders"]
+    shared = " (one shared client)" if row["variant"] == "shared-client" else ""
+    return f"{n} contender{'s' if n != 1 else ''}{shared}"
+
+
+def _vs_ours(index: _Index, row: Row, value: Callable[[Row], float | None]) -> str:
+    if row["label"].startswith(OURS) or not _ok(row):
+        return "—"
+    ours = index.get(row["scenario"], OURS, row["contenders"])
+    return _ratio(value(ours), value(row)) if ours is not None and _ok(ours) else "—"
+
+
+def _throughput_section(index: _Index, scenario: str, title: str, kind: str) -> list[str]:
+    rows = index.of(scenario)
+    if not rows:
+        return []
+    body = []
+    for row in rows:
+        ok = _ok(row)
+        body.append(
+            [
+                str(row["contenders"]),
+                row["label"],
+                _rate(row["rate"]) if ok else "—",
+                f"{row['rate_spread']:.0%}" if ok else "—",
+                _ms(_latency(row, kind, "p50")),
+                _ms(_latency(row, kind, "p99")),
+                _vs_ours(index, row, lambda r: r.get("rate")),
+                _check(row),
+            ]
+        )
+    header = [
+        "contenders",
+        "library",
+        UNITS[scenario],
+        "spread",
+        f"{kind} p50",
+        f"{kind} p99",
+        "aiocoord ÷ this",
+        "check",
+    ]
+    return [f"## {title}", "", *_table(header, body), ""]
+
+
+def _counter_section(index: _Index) -> list[str]:
+    rows = index.of("counter")
+    if not rows:
+        return []
+    body = []
+    for row in rows:
+        ok = _ok(row)
+        per_increment = row["conflicts"] / row["ops"] if ok and row["ops"] else 0.0
+        body.append(
+            [
+                str(row["contenders"]),
+                row["label"],
+                _rate(row["rate"]) if ok else "—",
+                f"{row['rate_spread']:.0%}" if ok else "—",
+                _ms(_latency(row, "increment", "p50")),
+                _ms(_latency(row, "increment", "p99")),
+                f"{per_increment:.2f}" if ok else "—",
+                f"{row['failures']:,}" if ok else "—",
+                _vs_ours(index, row, lambda r: r.get("rate")),
+                _check(row),
+            ]
+        )
+    header = [
+        "contenders",
+        "library",
+        "increments/s",
+        "spread",
+        "p50",
+        "p99",
+        "failed CAS per increment",
+        "failed increments",
+        "aiocoord ÷ this",
+        "check (final value = successes)",
+    ]
+    return ["## Counter increments (compare-and-set)", "", *_table(header, body), ""]
+
+
+def _latency_section(index: _Index) -> list[str]:
+    rows = index.of("latency")
+    if not rows:
+        return []
+    ours = index.get("latency", OURS, 1)
+    body = []
+    for row in rows:
+        cells = [row["label"]]
+        for kind in ("get", "set"):
+            cells += [_ms(_latency(row, kind, "p50")), _ms(_latency(row, kind, "p99"))]
+        for kind in ("get", "set"):
+            mine = _latency(ours, kind, "p50")
+            theirs = _latency(row, kind, "p50")
+            cells.append("—" if row["label"].startswith(OURS) else _ratio(mine, theirs))
+        cells.append(_check(row))
+        body.append(cells)
+    header = [
+        "library",
+        "get p50",
+        "get p99",
+        "set p50",
+        "set p99",
+        "aiocoord ÷ this (get p50)",
+        "aiocoord ÷ this (set p50)",
+        "check",
+    ]
+    return ["## Single round trips (sequential set, then get)", "", *_table(header, body), ""]
+
+
+def _memory_section(index: _Index) -> list[str]:
+    rows = index.of("memory")
+    if not rows:
+        return []
+    body = []
+    for row in rows:
+        extra = row.get("extra", {})
+        ok = _ok(row) and "rss_per_waiter_bytes" in extra
+        body.append(
+            [
+                f"{row['contenders']:,}",
+                f"{extra['rss_per_waiter_bytes'] / 1024:,.1f} KiB" if ok else "—",
+                f"{extra['queue_s']:.1f} s" if ok else "—",
+                f"{extra['server_znodes_per_waiter']:.2f}" if ok else "—",
+                f"{extra['server_watches_per_waiter']:.2f}" if ok else "—",
+                _rate(row["rate"]) if ok else "—",
+                f"{extra['peak_rss_kib'] / 1024:,.0f} MiB" if ok else "—",
+                _check(row),
+            ]
+        )
+    header = [
+        "waiters",
+        "client RSS per waiter",
+        "time until all queued",
+        "server znodes per waiter",
+        "server watches per waiter",
+        "hand-offs/s draining the queue",
+        "peak RSS",
+        "check (FIFO, exclusive, nothing left)",
+    ]
+    return [
+        "## Memory: waiters on one aiocoord Mutex (one client, one process)",
+        "",
+        *_table(header, body),
+        "",
+    ]
+
+
+# --- chart ---------------------------------------------------------------------------------------
+
+
+def chart(document: Row, path: Path) -> None:
+    """A 2x3 figure: throughput per scenario and library, and latency percentiles."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    index = _Index(document["results"])
+    fig, axes = plt.subplots(2, 3, figsize=(19, 10.5))
+    _grouped(axes[0][0], index, "mutex", lambda r: r["rate"], "Mutex: hand-offs/s")
+    _grouped(axes[0][1], index, "counter", lambda r: r["rate"], "Counter: increments/s")
+    _grouped(axes[0][2], index, "pipelined", lambda r: r["rate"], "Pipelined sets/s (one client)")
+    _percentile_bars(axes[1][0], index, "mutex", "acquire", "Mutex: acquire latency (ms)")
+    _percentile_bars(axes[1][1], index, "counter", "increment", "Counter: increment latency (ms)")
+    _round_trips(axes[1][2], index)
+    machine, config = document["machine"], document["config"]
+    fig.suptitle(
+        f"aiocoord benchmark {document['date']}: {machine['nproc']} cores ({machine['cpu']}); "
+        f"median of {config['repeat']} x {config['seconds']:g} s; server core 0, clients core 1",
+        fontsize=13,
+    )
+    memory = [r for r in index.of("memory") if _ok(r) and "rss_per_waiter_bytes" in r["extra"]]
+    if memory:
+        extra = memory[0]["extra"]
+        fig.text(
+            0.5,
+            0.01,
+            f"Memory: {memory[0]['contenders']:,} waiters on one aiocoord Mutex: "
+            f"{extra['rss_per_waiter_bytes'] / 1024:,.1f} KiB RSS per waiter, "
+            f"{extra['queue_s']:.1f} s to queue, "
+            f"{extra['server_watches_per_waiter']:.2f} server watches per waiter",
+            ha="center",
+            fontsize=11,
+        )
+    fig.tight_layout(rect=(0, 0.03, 1, 0.96))
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def _labels(index: _Index, scenario: str) -> list[str]:
+    present = {r["label"] for r in index.of(scenario)}
+    ours = sorted(p for p in present if p.startswith(OURS))
+    return ours + index.peers(scenario)
+
+
+def _slots(index: _Index, scenario: str) -> list[tuple[float, float, str, Row]]:
+    """(x position, bar width, label, row) for every row of a scenario: one group per
+    contender count, its bars side by side and centred on the group's tick."""
+    labels = _labels(index, scenario)
+    levels = sorted({r["contenders"] for r in index.of(scenario)})
+    width = 0.8 / max(1, len(labels))
+    slots = []
+    for x, level in enumerate(levels):
+        here = [(lb, r) for lb in labels if (r := index.get(scenario, lb, level)) is not None]
+        for i, (label, row) in enumerate(here):
+            slots.append((x + width * (i - len(here) / 2 + 0.5), width, label, row))
+    return slots
+
+
+def _grouped(
+    ax: Any, index: _Index, scenario: str, value: Callable[[Row], float], title: str
+) -> None:
+    rows = index.of(scenario)
+    ax.set_title(title)
+    if not rows:
+        ax.text(0.5, 0.5, "not measured", ha="center", transform=ax.transAxes)
+        return
+    levels = sorted({r["contenders"] for r in rows})
+    for position, width, label, row in _slots(index, scenario):
+        if _ok(row):
+            ax.bar(position, value(row), width, color=COLORS.get(label), label=label)
+        else:
+            ax.text(position, 0, "✗", ha="center", va="bottom", color="red", fontsize=14)
+    _legend_once(ax)
+    ax.set_xticks(range(len(levels)), [f"{n} contender{'s' if n > 1 else ''}" for n in levels])
+    ax.grid(axis="y", alpha=0.3)
+
+
+def _percentile_bars(ax: Any, index: _Index, scenario: str, kind: str, title: str) -> None:
+    """p99 as bars, p50 as black ticks on them, log scale."""
+    rows = index.of(scenario)
+    ax.set_title(title + ": bars p99, ticks p50")
+    if not rows:
+        ax.text(0.5, 0.5, "not measured", ha="center", transform=ax.transAxes)
+        return
+    levels = sorted({r["contenders"] for r in rows})
+    for position, width, label, row in _slots(index, scenario):
+        p99, p50 = _latency(row, kind, "p99"), _latency(row, kind, "p50")
+        if p99 is None or p50 is None:
+            continue
+        ax.bar(position, p99, width, color=COLORS.get(label), label=label)
+        ax.plot([position - width / 2, position + width / 2], [p50, p50], color="black")
+    ax.set_yscale("log")
+    _legend_once(ax)
+    ax.set_xticks(range(len(levels)), [f"{n} contender{'s' if n > 1 else ''}" for n in levels])
+    ax.grid(axis="y", alpha=0.3, which="both")
+
+
+def _round_trips(ax: Any, index: _Index) -> None:
+    ax.set_title("Single round trips (ms): get and set, p50 and p99")
+    labels = _labels(index, "latency")
+    if not labels:
+        ax.text(0.5, 0.5, "not measured", ha="center", transform=ax.transAxes)
+        return
+    series = [("get", "p50"), ("get", "p99"), ("set", "p50"), ("set", "p99")]
+    width = 0.8 / len(labels)
+    for i, label in enumerate(labels):
+        row = index.get("latency", label, 1)
+        for x, (kind, point) in enumerate(series):
+            value = _latency(row, kind, point)
+            if value is not None:
+                position = x - 0.4 + width * (i + 0.5)
+                ax.bar(position, value, width, color=COLORS.get(label), label=label)
+    _legend_once(ax)
+    ax.set_xticks(range(len(series)), [f"{kind} {point}" for kind, point in series])
+    ax.grid(axis="y", alpha=0.3)
+
+
+def _legend_once(ax: Any) -> None:
+    handles, names = ax.get_legend_handles_labels()
+    unique = dict(zip(names, handles, strict=True))
+    if unique:
+        ax.legend(unique.values(), unique.keys(), fontsize=9)
+
+
+# --- files ----------------------------------------------------------------------------------------
+
+
+def write(document: Row, stem: Path) -> list[Path]:
+    """Write ``<stem>.json``, ``<stem>.md`` and ``<stem>.png``; return their paths."""
+    json_path, md_path, png_path = (stem.with_suffix(s) for s in (".json", ".md", ".png"))
+    json_path.write_text(json.dumps(document, indent=1) + "\n")
+    md_path.write_text(markdown(document) + "\n")
+    chart(document, png_path)
+    return [json_path, md_path, png_path]
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        raise SystemExit("usage: python -m bench.report bench/results/<date>.json")
+    source = Path(sys.argv[1])
+    saved = json.loads(source.read_text())
+    saved["results"] = summarize(saved["runs"])
+    for written in write(saved, source.with_suffix("")):
+        print(written)

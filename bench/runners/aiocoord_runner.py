@@ -1,0 +1,276 @@
+"""aiocoord under the benchmark: Mutex hand-offs, AtomicLong increments, pipelined
+and single round trips, and the memory cost of many waiters on one Mutex."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import itertools
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import aiocoord
+from aiocoord.testing import four_letter_word
+
+from . import _aio
+from ._common import Gate, Offer, Result, RunArgs, main, read_rss_kib, result
+
+LIBRARY = "aiocoord"
+SHARED_CLIENT = "shared-client"
+"""Variant: all contenders are tasks of one process sharing one client (one session)."""
+
+MEMORY_WAITERS = 10_000
+QUEUE_TIMEOUT = 300.0
+"""Bound on waiting for every waiter of the memory scenario to be queued."""
+DRAIN_TIMEOUT = 300.0
+"""Bound on handing the lock down the whole queue at the end of the memory scenario."""
+RSS_LIMIT_KIB = 16 * 1024 * 1024
+"""The memory scenario gives up (and reports it) if the process grows past this."""
+
+
+@contextlib.asynccontextmanager
+async def _clients(connect: str, count: int) -> AsyncIterator[list[aiocoord.Client]]:
+    """``count`` connected clients (separate sessions), closed on exit."""
+    clients = [aiocoord.connect(connect) for _ in range(count)]
+    try:
+        await asyncio.gather(*(client.start() for client in clients))
+        yield clients
+    finally:
+        await asyncio.gather(*(client.close() for client in clients))
+
+
+async def _mutex(args: RunArgs) -> Result:
+    lock_path = f"{args.path}/lock"
+    if args.variant == SHARED_CLIENT:
+        async with _clients(args.connect, 1) as (client,):
+            shared = aiocoord.Mutex(client, lock_path)  # owned per task: one object serves all
+            return await _aio.mutex(args, LIBRARY, [shared] * args.contenders)
+    async with _clients(args.connect, args.contenders) as clients:
+        locks = [aiocoord.Mutex(client, lock_path) for client in clients]
+        return await _aio.mutex(args, LIBRARY, locks)
+
+
+class _Counter:
+    """An AtomicLong as the counter scenario drives it (defaults: retry, coalescing)."""
+
+    def __init__(self, client: aiocoord.Client, path: str) -> None:
+        self._counter = aiocoord.AtomicLong(client, path)
+
+    async def increment(self) -> tuple[bool, float]:
+        result = await self._counter.increment()
+        stats = result.stats
+        # Attempts that did not write: the failed compare-and-sets (a coalesced
+        # write's attempts are shared by every call it carried: count them once).
+        failed = stats.optimistic_tries + stats.promoted_tries - (1 if result.succeeded else 0)
+        return result.succeeded, failed / stats.batch_size
+
+
+async def _counter(args: RunArgs) -> Result:
+    path = f"{args.path}/counter"
+    count = 1 if args.variant == SHARED_CLIENT else args.contenders
+    async with _clients(args.connect, count) as clients:
+        await aiocoord.AtomicLong(clients[0], path).initialize(0)
+        counters = [_Counter(clients[i % count], path) for i in range(args.contenders)]
+
+        async def final_value() -> int:
+            return (await aiocoord.AtomicLong(clients[0], path).get()).post_value
+
+        return await _aio.counter(args, LIBRARY, counters, final_value)
+
+
+async def _pipelined(args: RunArgs) -> Result:
+    node = f"{args.path}/node"
+    async with _clients(args.connect, 1) as (client,):
+        await client.create(node, b"", make_parents=True)
+
+        async def set_data(data: bytes) -> int:
+            return (await client.set(node, data)).version
+
+        async def final_version() -> int:
+            return (await client.get(node))[1].version
+
+        return await _aio.pipelined(args, LIBRARY, set_data, final_version)
+
+
+async def _latency(args: RunArgs) -> Result:
+    node = f"{args.path}/node"
+    async with _clients(args.connect, 1) as (client,):
+        await client.create(node, b"", make_parents=True)
+
+        async def set_data(data: bytes) -> object:
+            return await client.set(node, data)
+
+        async def get_data() -> bytes:
+            return (await client.get(node))[0]
+
+        return await _aio.latency(args, LIBRARY, set_data, get_data)
+
+
+# --- memory: many waiters on one Mutex ---------------------------------------------
+
+
+async def _server_counts(connect: str) -> dict[str, int]:
+    """The server's znode, ephemeral and watch counts (``mntr``)."""
+    host, port = connect.rsplit(":", 1)
+    text = await four_letter_word(host, int(port), "mntr")
+    wanted = {"zk_znode_count", "zk_ephemerals_count", "zk_watch_count"}
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition("\t")
+        if key in wanted:
+            counts[key.removeprefix("zk_")] = int(value)
+    return counts
+
+
+async def _wait_for(condition: Callable[[], Awaitable[bool]], timeout: float) -> bool:
+    """Poll ``condition`` every 0.1 s; False if ``timeout`` passed first."""
+    deadline = time.monotonic() + timeout
+    while not await condition():
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(0.1)
+    return True
+
+
+def _sequence(node: str) -> int:
+    return int(node[-10:])
+
+
+async def _memory(args: RunArgs) -> Result:
+    """``contenders`` tasks wait on one Mutex held by another task of the same client.
+
+    Measures the client's RSS per waiting task and what the server holds for
+    them (znodes, watches), then hands the lock down the whole queue: every
+    waiter must get it exactly once, alone and in queue order, and afterwards
+    no node or watch may be left, on either side.
+    """
+    waiters = args.contenders
+    gate = Gate()
+    order: list[int] = []
+    violations: list[str] = []
+    extra: dict[str, object] = {"waiters": waiters}
+    async with _clients(args.connect, 1) as (client,):
+        mutex = aiocoord.Mutex(client, f"{args.path}/lock")
+        held, done_holding = asyncio.Event(), asyncio.Event()
+
+        async def holder() -> None:
+            async with mutex:
+                gate.enter()
+                held.set()
+                await done_holding.wait()
+                gate.leave()
+
+        async def waiter() -> None:
+            async with mutex:
+                gate.enter()
+                order.append(_sequence(mutex.node))
+                await asyncio.sleep(0)
+                gate.leave()
+
+        holding = asyncio.create_task(holder())
+        await held.wait()
+        gc.collect()
+        rss_before = read_rss_kib()
+        server_before = await _server_counts(args.connect)
+        started = time.perf_counter()
+        tasks = [asyncio.create_task(waiter()) for _ in range(waiters)]
+
+        async def all_queued() -> bool:
+            if read_rss_kib() > RSS_LIMIT_KIB:
+                raise MemoryError(f"RSS passed {RSS_LIMIT_KIB // 1024} MiB")
+            return client.pending_watches >= waiters
+
+        try:
+            queued = await _wait_for(all_queued, QUEUE_TIMEOUT)
+        except MemoryError as error:
+            queued = False
+            violations.append(f"gave up while queueing: {error}")
+        extra["queue_s"] = time.perf_counter() - started
+        if queued:
+            gc.collect()
+            rss_waiting = read_rss_kib()
+            server_waiting = await _server_counts(args.connect)
+            extra |= {
+                "rss_before_kib": rss_before,
+                "rss_waiting_kib": rss_waiting,
+                "rss_per_waiter_bytes": (rss_waiting - rss_before) * 1024 / waiters,
+                "server_znodes_per_waiter": (
+                    server_waiting["znode_count"] - server_before["znode_count"]
+                )
+                / waiters,
+                "server_watches_per_waiter": (
+                    server_waiting["watch_count"] - server_before["watch_count"]
+                )
+                / waiters,
+                "server_waiting": server_waiting,
+            }
+        elif not violations:
+            violations.append(
+                f"only {client.pending_watches} of {waiters} waiters queued in {QUEUE_TIMEOUT} s"
+            )
+
+        # Hand the lock down the queue (or, if queueing failed, cancel the waiters).
+        drain_started = time.perf_counter()
+        if not queued:
+            for task in tasks:
+                task.cancel()
+        done_holding.set()
+        await holding
+        finished, pending = await asyncio.wait(tasks, timeout=DRAIN_TIMEOUT)
+        drain_s = time.perf_counter() - drain_started
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=60)
+            violations.append(f"{len(pending)} waiters still waiting after {DRAIN_TIMEOUT} s")
+        failed = [t for t in finished if not t.cancelled() and t.exception() is not None]
+        if failed:
+            violations.append(f"{len(failed)} waiters failed: {failed[0].exception()!r}")
+        extra |= {"drain_s": drain_s, "peak_rss_kib": read_rss_kib("VmHWM")}
+        if queued:
+            extra["handoffs_per_s"] = len(order) / drain_s
+            if len(order) != waiters:
+                violations.append(f"{len(order)} of {waiters} waiters got the lock")
+            if any(b <= a for a, b in itertools.pairwise(order)):
+                violations.append("waiters got the lock out of queue order")
+
+        # Nothing may be left behind: no node, no local watch, no server watch.
+        async def clean() -> bool:
+            try:
+                left = await client.children(f"{args.path}/lock")
+            except aiocoord.NoNodeError:
+                left = []
+            counts = await _server_counts(args.connect)
+            return (
+                not left
+                and client.pending_watches == 0
+                and counts["watch_count"] <= server_before["watch_count"]
+            )
+
+        if not await _wait_for(clean, 10.0):
+            counts = await _server_counts(args.connect)
+            violations.append(
+                f"left behind: {client.pending_watches} local watches, server {counts}"
+            )
+    if gate.violation:
+        violations.insert(0, gate.violation)
+    outcome = result(args, LIBRARY, 1.0, [], violation="; ".join(violations) or None, extra=extra)
+    outcome["window_s"] = drain_s
+    outcome["ops"] = len(order)
+    outcome["rate"] = len(order) / drain_s
+    return outcome
+
+
+OFFERS = [
+    Offer("mutex", _mutex),
+    Offer("mutex", _mutex, variant=SHARED_CLIENT, contenders=(32,)),
+    Offer("counter", _counter),
+    Offer("counter", _counter, variant=SHARED_CLIENT, contenders=(32,)),
+    Offer("pipelined", _pipelined, contenders=(1,)),
+    Offer("latency", _latency, contenders=(1,)),
+    Offer("memory", _memory, contenders=(MEMORY_WAITERS,)),
+]
+
+if __name__ == "__main__":
+    main(LIBRARY, OFFERS)
