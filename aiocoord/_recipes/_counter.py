@@ -484,10 +484,85 @@ _batchers: weakref.WeakKeyDictionary[Client, dict[tuple[Any, ...], _Batcher]] = 
 # --- public types ---------------------------------------------------------------------
 
 
-class _AtomicNumber:
-    """Shared implementation of AtomicLong and AtomicInt."""
+class _Atomic(Generic[T]):
+    """What every atomic value shares: read, compare-and-set, set, initialize."""
 
-    _codec: _Codec[int] = _LONG
+    _codec: _Codec[T]
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        retry: RetryPolicy | None = None,
+        promoted_to_lock: PromotedToLock | None = None,
+    ) -> None:
+        recipe_path(path, "counter")
+        if promoted_to_lock is not None:
+            _paths.validate_path(promoted_to_lock.lock_path)
+        self._client = client
+        self.path = path
+        self._retry = retry or DEFAULT_RETRY
+        self._promoted = promoted_to_lock
+
+    def _engine(self) -> _Engine[T]:
+        return _engine_for(self._client, self.path, self._codec)
+
+    async def _update(self, make: Callable[[T], T | _Refused]) -> AtomicValue[T]:
+        outcome, stats = await _run_cas(self._engine(), make, self._retry, self._promoted)
+        return _result(outcome, stats)
+
+    async def get(self) -> AtomicValue[T]:
+        """The current value (zero if the node does not exist), in pre- and post-value."""
+        value, _version = await self._engine().read()
+        return AtomicValue(True, value, value, AtomicStats(optimistic_tries=1))
+
+    async def compare_and_set(self, expected: T, new: T) -> AtomicValue[T]:
+        """Set ``new`` only if the value is ``expected`` (a missing node counts as zero).
+
+        One attempt: a conflict or another value gives ``succeeded=False``.
+        """
+        self._codec.encode(new)
+        engine = self._engine()
+        engine.forget()  # compare against the value now, not a remembered one
+
+        def make(value: T) -> T | _Refused:
+            return new if value == expected else _Refused("mismatch")
+
+        start = time.monotonic()
+        outcome = await engine.attempt(make)
+        stats = AtomicStats(optimistic_tries=1, optimistic_time=time.monotonic() - start)
+        if not outcome.done and not outcome.refused:
+            return AtomicValue(False, outcome.pre, outcome.pre, stats, "mismatch")
+        return _result(outcome, stats)
+
+    async def try_set(self, new: T) -> AtomicValue[T]:
+        """Set ``new`` whatever the current value, by compare-and-set under the retry policy."""
+        self._codec.encode(new)
+        return await self._update(lambda _value: new)
+
+    async def force_set(self, new: T) -> None:
+        """Write ``new`` unconditionally (creating the node if needed)."""
+        await self._engine().force(new)
+
+    async def initialize(self, value: T) -> bool:
+        """Create the node with ``value``; False (and no change) if it already exists."""
+        data = self._codec.encode(value)
+        try:
+            await self._client.create(self.path, data, make_parents=True)
+        except NodeExistsError:
+            return False
+        except ConnectionLossError as error:
+            if error.sent:
+                raise OutcomeUnknownError(self.path) from error
+            raise
+        return True
+
+
+class _AtomicNumber(_Atomic[int]):
+    """Shared implementation of AtomicLong and AtomicInt: arithmetic and bounds."""
+
+    _codec = _LONG
 
     def __init__(
         self,
@@ -498,22 +573,8 @@ class _AtomicNumber:
         promoted_to_lock: PromotedToLock | None = None,
         coalesce: bool = True,
     ) -> None:
-        recipe_path(path, "counter")
-        if promoted_to_lock is not None:
-            _paths.validate_path(promoted_to_lock.lock_path)
-        self._client = client
-        self.path = path
-        self._retry = retry or DEFAULT_RETRY
-        self._promoted = promoted_to_lock
+        super().__init__(client, path, retry=retry, promoted_to_lock=promoted_to_lock)
         self._coalesce = coalesce
-
-    def _engine(self) -> _Engine[int]:
-        return _engine_for(self._client, self.path, self._codec)
-
-    async def get(self) -> AtomicValue[int]:
-        """The current value (0 if the node does not exist), in pre- and post-value."""
-        value, _version = await self._engine().read()
-        return AtomicValue(True, value, value, AtomicStats(optimistic_tries=1))
 
     async def add(
         self,
@@ -542,25 +603,19 @@ class _AtomicNumber:
                 batcher = table[key] = _Batcher(self._engine(), self._retry, self._promoted)
             result = await batcher.add(delta, lower, upper)
         else:
-            result = await self._add_alone(delta, lower, upper)
+            codec = self._codec
+
+            def make(value: int) -> int | _Refused:
+                new = value + delta
+                if (lower is not None and new < lower) or (upper is not None and new > upper):
+                    return _Refused("bound")
+                codec.encode(new)
+                return new
+
+            result = await self._update(make)
         if raise_on_bound and result.reason == "bound":
             raise BoundExceededError(self.path, result.pre_value, delta, lower, upper)
         return result
-
-    async def _add_alone(
-        self, delta: int, lower: int | None, upper: int | None
-    ) -> AtomicValue[int]:
-        codec = self._codec
-
-        def make(value: int) -> int | _Refused:
-            new = value + delta
-            if (lower is not None and new < lower) or (upper is not None and new > upper):
-                return _Refused("bound")
-            codec.encode(new)
-            return new
-
-        outcome, stats = await _run_cas(self._engine(), make, self._retry, self._promoted)
-        return _result(outcome, stats)
 
     async def increment(self, **bounds: Any) -> AtomicValue[int]:
         """Add 1 (bounds as for :meth:`add`)."""
@@ -572,48 +627,6 @@ class _AtomicNumber:
 
     async def subtract(self, delta: int, **bounds: Any) -> AtomicValue[int]:
         return await self.add(-delta, **bounds)
-
-    async def compare_and_set(self, expected: int, new: int) -> AtomicValue[int]:
-        """Set ``new`` only if the value is ``expected`` (a missing node counts as 0).
-
-        One attempt: a conflict or another value gives ``succeeded=False``.
-        """
-        self._codec.encode(new)
-        engine = self._engine()
-        engine.forget()  # compare against the value now, not a remembered one
-
-        def make(value: int) -> int | _Refused:
-            return new if value == expected else _Refused("mismatch")
-
-        start = time.monotonic()
-        outcome = await engine.attempt(make)
-        stats = AtomicStats(optimistic_tries=1, optimistic_time=time.monotonic() - start)
-        if not outcome.done and not outcome.refused:
-            return AtomicValue(False, outcome.pre, outcome.pre, stats, "mismatch")
-        return _result(outcome, stats)
-
-    async def try_set(self, new: int) -> AtomicValue[int]:
-        """Set ``new`` whatever the current value, by compare-and-set under the retry policy."""
-        self._codec.encode(new)
-        outcome, stats = await _run_cas(self._engine(), lambda _v: new, self._retry, self._promoted)
-        return _result(outcome, stats)
-
-    async def force_set(self, new: int) -> None:
-        """Write ``new`` unconditionally (creating the node if needed)."""
-        await self._engine().force(new)
-
-    async def initialize(self, value: int) -> bool:
-        """Create the counter with ``value``; False (and no change) if it already exists."""
-        data = self._codec.encode(value)
-        try:
-            await self._client.create(self.path, data, make_parents=True)
-        except NodeExistsError:
-            return False
-        except ConnectionLossError as error:
-            if error.sent:
-                raise OutcomeUnknownError(self.path) from error
-            raise
-        return True
 
 
 class AtomicLong(_AtomicNumber):
@@ -637,55 +650,12 @@ class AtomicInt(_AtomicNumber):
         super().__init__(client, path, **kwargs)
 
 
-class AtomicBytes:
+class AtomicBytes(_Atomic[bytes]):
     """Atomic updates of a node's raw bytes with a function of the current bytes
     (Curator's DistributedAtomicValue)."""
 
-    def __init__(
-        self,
-        client: Client,
-        path: str,
-        *,
-        retry: RetryPolicy | None = None,
-        promoted_to_lock: PromotedToLock | None = None,
-    ) -> None:
-        _paths.validate_path(path)
-        self._client = client
-        self.path = path
-        self._retry = retry or DEFAULT_RETRY
-        self._promoted = promoted_to_lock
-
-    def _engine(self) -> _Engine[bytes]:
-        return _engine_for(self._client, self.path, _BYTES)
-
-    async def get(self) -> AtomicValue[bytes]:
-        value, _version = await self._engine().read()
-        return AtomicValue(True, value, value, AtomicStats(optimistic_tries=1))
+    _codec = _BYTES
 
     async def update(self, function: Callable[[bytes], bytes]) -> AtomicValue[bytes]:
         """Replace the value with ``function(current)`` (may run more than once)."""
-        outcome, stats = await _run_cas(self._engine(), function, self._retry, self._promoted)
-        return _result(outcome, stats)
-
-    async def compare_and_set(self, expected: bytes, new: bytes) -> AtomicValue[bytes]:
-        engine = self._engine()
-        engine.forget()
-        outcome = await engine.attempt(lambda v: new if v == expected else _Refused("mismatch"))
-        stats = AtomicStats(optimistic_tries=1)
-        if not outcome.done and not outcome.refused:
-            return AtomicValue(False, outcome.pre, outcome.pre, stats, "mismatch")
-        return _result(outcome, stats)
-
-    async def try_set(self, new: bytes) -> AtomicValue[bytes]:
-        outcome, stats = await _run_cas(self._engine(), lambda _v: new, self._retry, self._promoted)
-        return _result(outcome, stats)
-
-    async def force_set(self, new: bytes) -> None:
-        await self._engine().force(bytes(new))
-
-    async def initialize(self, value: bytes) -> bool:
-        try:
-            await self._client.create(self.path, bytes(value), make_parents=True)
-        except NodeExistsError:
-            return False
-        return True
+        return await self._update(function)
