@@ -249,14 +249,6 @@ def _headline(index: _Index) -> list[str]:
         return []
     header = ["measurement", "aiocoord", *[f"aiocoord ÷ {p}" for p in peers]]
     lines = ["## aiocoord against its peers", "", *_table(header, body), ""]
-    if any(r["scenario"] == "counter" for r in index.rows) and not any(
-        r["scenario"] == "counter" and r["label"].startswith(OURS) for r in index.rows
-    ):
-        lines += [
-            "aiocoord's counter (`AtomicLong`) is not measured yet: the peers' counter "
-            "numbers below are the baseline it will be compared with.",
-            "",
-        ]
     return lines
 
 
