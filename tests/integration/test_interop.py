@@ -10,8 +10,9 @@ import asyncio
 import shutil
 import struct
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,6 +58,14 @@ async def start_curator(classpath: str, *args: str) -> asyncio.subprocess.Proces
     first = await asyncio.wait_for(proc.stdout.readline(), 60)
     assert first.strip() == b"READY", first
     return proc
+
+
+async def together(*coroutines: Coroutine[Any, Any, Any]) -> list[Any]:
+    """Run side by side; if one fails, the others are cancelled (and their Java
+    processes killed by ``finish``) instead of being left running."""
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(c) for c in coroutines]
+    return [t.result() for t in tasks]
 
 
 async def finish(proc: asyncio.subprocess.Process) -> str:
@@ -105,7 +114,7 @@ async def test_curator_and_aiocoord_exclude_each_other_on_one_mutex(
                 await client.set("/counter", struct.pack(">q", struct.unpack(">q", data)[0] + 1))
                 await client.delete("/inside")
 
-    await asyncio.gather(*(python_side(c) for c in clients), *(finish(j) for j in javas))
+    await together(*(python_side(c) for c in clients), *(finish(j) for j in javas))
     data, _ = await clients[0].get("/counter")
     # Every increment was a read-modify-write under the lock: none was lost.
     assert struct.unpack(">q", data)[0] == 4 * iterations
@@ -134,10 +143,79 @@ async def test_curator_and_aiocoord_count_together_exactly(
             if (await counter.increment()).succeeded:
                 python_ok += 1
 
-    outputs = await asyncio.gather(
+    outputs = await together(
         *(finish(j) for j in javas), *(python_side(c) for c in clients for _ in range(3))
     )
     java_ok = sum(int(out.split("DONE ")[1].split()[0]) for out in outputs[:2])
     final = (await aiocoord.AtomicLong(clients[0], "/count").get()).post_value
     assert java_ok + python_ok == final
     assert python_ok == 2 * 3 * (iterations // 3)  # our retry budget was never exhausted
+
+
+async def test_curator_writers_and_aiocoord_readers_and_writers_share_one_rw_lock(
+    curator_classpath: str, zookeeper, client_factory
+) -> None:
+    ns = zookeeper.namespace
+    clients = [client_factory() for _ in range(2)]
+    await asyncio.gather(*(c.start() for c in clients))
+    javas = [
+        await start_curator(
+            curator_classpath,
+            "writer",
+            zookeeper.connect_string,
+            f"{ns}/rw",
+            f"{ns}/inside",
+            "30",
+        )
+        for _ in range(2)
+    ]
+    reads = 0
+
+    async def reader(client: aiocoord.Client) -> None:
+        nonlocal reads
+        lock = aiocoord.ReadWriteLock(client, "/rw").read_lock
+        for _ in range(30):
+            async with lock:
+                assert await client.exists("/inside") is None, "a writer is inside"
+                reads += 1
+
+    async def writer(client: aiocoord.Client) -> None:
+        lock = aiocoord.ReadWriteLock(client, "/rw").write_lock
+        for _ in range(20):
+            async with lock:
+                await client.create("/inside", ephemeral=True)  # NodeExists: a Java writer
+                await client.delete("/inside")
+
+    await together(*(finish(j) for j in javas), *(reader(c) for c in clients), writer(clients[0]))
+    assert reads == 60
+
+
+async def test_curator_and_aiocoord_share_one_semaphore(
+    curator_classpath: str, zookeeper, client_factory
+) -> None:
+    ns = zookeeper.namespace
+    clients = [client_factory() for _ in range(2)]
+    await asyncio.gather(*(c.start() for c in clients))
+    await clients[0].ensure_path("/inside")
+    javas = [
+        await start_curator(
+            curator_classpath,
+            "lease",
+            zookeeper.connect_string,
+            f"{ns}/sem",
+            "2",
+            f"{ns}/inside",
+            "25",
+        )
+        for _ in range(2)
+    ]
+
+    async def python_side(client: aiocoord.Client) -> None:
+        semaphore = aiocoord.Semaphore(client, "/sem", 2)
+        for _ in range(25):
+            async with semaphore:
+                mine = await client.create("/inside/py-", ephemeral=True, sequential=True)
+                assert len(await client.children("/inside")) <= 2, "more holders than leases"
+                await client.delete(mine)
+
+    await together(*(finish(j) for j in javas), *(python_side(c) for c in clients))

@@ -3,6 +3,8 @@
 //
 //   java CuratorHarness mutex   <connect> <lockPath> <markerPath> <counterPath> <iterations>
 //   java CuratorHarness counter <connect> <counterPath> <iterations>
+//   java CuratorHarness writer  <connect> <lockPath> <markerPath> <iterations>
+//   java CuratorHarness lease   <connect> <semPath> <maxLeases> <insidePath> <iterations>
 //
 // Prints "READY" once connected and "DONE <n>" at the end; "VIOLATION ..." and
 // exit code 2 if mutual exclusion was broken.
@@ -14,6 +16,9 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.CreateMode;
@@ -34,6 +39,11 @@ public class CuratorHarness {
         switch (args[0]) {
             case "mutex": done = mutex(client, args[2], args[3], args[4], Integer.parseInt(args[5])); break;
             case "counter": done = counter(client, args[2], Integer.parseInt(args[3])); break;
+            case "writer": done = writer(client, args[2], args[3], Integer.parseInt(args[4])); break;
+            case "lease":
+                done = lease(client, args[2], Integer.parseInt(args[3]), args[4],
+                             Integer.parseInt(args[5]));
+                break;
             default: throw new IllegalArgumentException(args[0]);
         }
         System.out.println("DONE " + done);
@@ -71,5 +81,50 @@ public class CuratorHarness {
             if (result.succeeded()) ok++;
         }
         return ok;
+    }
+
+    // The write side of a read-write lock: alone inside, marked by an ephemeral node
+    // that readers (on the Python side) must never see while they read.
+    static int writer(CuratorFramework client, String lockPath, String marker, int iterations)
+            throws Exception {
+        InterProcessReadWriteLock lock = new InterProcessReadWriteLock(client, lockPath);
+        for (int i = 0; i < iterations; i++) {
+            lock.writeLock().acquire();
+            try {
+                try {
+                    client.create().withMode(CreateMode.EPHEMERAL).forPath(marker);
+                } catch (KeeperException.NodeExistsException e) {
+                    System.out.println("VIOLATION another writer is inside");
+                    System.exit(2);
+                }
+                Thread.sleep(2);
+                client.delete().forPath(marker);
+            } finally {
+                lock.writeLock().release();
+            }
+        }
+        return iterations;
+    }
+
+    // One lease at a time from a semaphore: while held, at most maxLeases markers exist.
+    static int lease(CuratorFramework client, String semPath, int maxLeases, String inside,
+                     int iterations) throws Exception {
+        InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, semPath, maxLeases);
+        for (int i = 0; i < iterations; i++) {
+            Lease lease = semaphore.acquire();
+            try {
+                String mine = client.create().creatingParentsIfNeeded()
+                    .withMode(CreateMode.EPHEMERAL_SEQUENTIAL).forPath(inside + "/java-");
+                if (client.getChildren().forPath(inside).size() > maxLeases) {
+                    System.out.println("VIOLATION more holders than leases");
+                    System.exit(2);
+                }
+                Thread.sleep(2);
+                client.delete().forPath(mine);
+            } finally {
+                semaphore.returnLease(lease);
+            }
+        }
+        return iterations;
     }
 }
