@@ -181,13 +181,15 @@ class Lease:
             ttl_ms, holder = _decode(data, self._ttl_ms)
             path = f"{self.path}/{name}"
             if stat.mtime + ttl_ms <= now:
-                # Lapsed: remove it unless its holder renewed it meanwhile.
-                with contextlib.suppress(NoNodeError, BadVersionError):
+                # Lapsed: remove it, unless its holder renewed it meanwhile (then
+                # the version no longer matches and the lease stands).
+                try:
                     await client.delete(path, version=stat.version)
-                    continue
-                if await client.exists(path) is None:
-                    continue
-                return False, None
+                except NoNodeError:
+                    pass  # someone else removed it first
+                except BadVersionError:
+                    return False, None
+                continue
             if holder == self.holder:
                 return False, (path, stat.version)
             return False, None
