@@ -49,6 +49,7 @@ bench: $(BENCH_STAMP)
 		$$SUDO apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq util-linux; }
 	$(PY) -m bench.run
+	$(PY) -m bench.recovery
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

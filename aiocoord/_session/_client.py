@@ -159,10 +159,13 @@ class Client:
         if session_timeout <= 0:
             raise ValueError("session_timeout must be positive")
         self._session_timeout = float(session_timeout)
+        # A server answers a handshake in milliseconds. One that accepted the
+        # socket but stays silent (seen from a server still starting up) must not
+        # hold the client for a whole session timeout: cap the default at 2 s.
         self._connect_timeout = (
             float(connect_timeout)
             if connect_timeout is not None
-            else max(1.0, self._session_timeout / len(self._hosts))
+            else max(0.5, min(2.0, self._session_timeout / len(self._hosts)))
         )
         self.retry_policy: RetryPolicy = retry or BoundedExponentialBackoff()
         """The retry policy for :meth:`retry` and for recipes built on this client."""

@@ -284,3 +284,24 @@ async def test_changes_made_during_an_outage_fire_watches_on_reconnect(state_log
                 await log.wait_for(R)
                 assert (await data_watch).type is EventType.CHANGED
                 assert (await delete_watch).type is EventType.DELETED
+
+
+async def test_repeated_server_kills_resume_the_same_session_every_time(
+    private_zookeeper: ZooKeeperServer,
+) -> None:
+    """A restarting server can accept a connection and not answer its handshake;
+    the client must give up on it and retry, not wait out the session."""
+    async with aiocoord.connect(private_zookeeper.connect_string) as client:
+        session = client.session_id
+        for _ in range(8):
+            async with client.state_changes() as changes:
+                await private_zookeeper.kill()
+                async for state in changes:
+                    if state is S:
+                        break
+                await private_zookeeper.start()
+                async with asyncio.timeout(8):  # session timeout: 10 s
+                    async for state in changes:
+                        assert state is R, state
+                        break
+        assert client.session_id == session
