@@ -1087,8 +1087,18 @@ def connect(
     """A client for ``hosts`` (``"h1:2181,h2:2181"``); use it as ``async with connect(...)``.
 
     Nothing happens until the ``async with`` (or ``await client.start()``).
-    ``auth`` takes ``(scheme, credential)`` pairs such as ``("digest", "user:pw")``,
-    sent on every connection.
+
+    - ``namespace``: a path prefix applied to every path (created if missing).
+    - ``session_timeout``: seconds the server keeps the session (and its
+      ephemeral nodes) without hearing from the client; the server may adjust it.
+    - ``connect_timeout``: seconds one connection attempt (TCP, TLS, handshake)
+      may take; default: the session timeout split over the hosts, at most 2 s.
+    - ``retry``: the policy of :meth:`Client.retry` and of the recipes.
+    - ``auth``: ``(scheme, credential)`` pairs such as ``("digest", "user:pw")``,
+      sent on every connection. ``default_acl`` applies to creates without one.
+    - ``read_only``: accept a server that lost its quorum (state READ_ONLY).
+    - ``ssl_context``: connect with TLS (to a ``secureClientPort``).
+    - ``error_policy``: which states count as losing a lock or leadership.
     """
     return Client(
         hosts,
