@@ -64,11 +64,11 @@ ADD_WATCH_PERSISTENT_RECURSIVE: Final = 1
 
 NO_NODE_CODE: Final = -101
 
-_SIZE = struct.Struct("!i")
+_INT = struct.Struct("!i")
+_SIZE = _INT  # every frame starts with its length
 _REPLY_HEADER = struct.Struct("!iqi")
 _EVENT_HEAD = struct.Struct("!iii")
 _MULTI_HEADER = struct.Struct("!i?i")
-_INT = struct.Struct("!i")
 _STAT = struct.Struct("!qqqqiiiqiiq")
 
 REPLY_HEADER = _REPLY_HEADER
@@ -104,7 +104,6 @@ class _AddWatchRequest(Request):  # type: ignore[misc]
 # records, which remain the reference and serve the rarer requests.
 
 _HEAD = struct.Struct("!iii")  # frame length, xid, opcode
-_I = struct.Struct("!i")
 _Q = struct.Struct("!q")
 
 
@@ -130,11 +129,11 @@ def _record_payload(record: Any) -> bytes:
 
 def _string(value: str) -> bytes:
     raw = value.encode()
-    return _I.pack(len(raw)) + raw
+    return _INT.pack(len(raw)) + raw
 
 
 def _buffer(value: bytes) -> bytes:
-    return _I.pack(len(value)) + value
+    return _INT.pack(len(value)) + value
 
 
 _acl_cache: dict[tuple[ACL, ...], bytes] = {}
@@ -144,9 +143,9 @@ def _acls(acls: Sequence[ACL]) -> bytes:
     key = tuple(acls)
     cached = _acl_cache.get(key)
     if cached is None:
-        parts = [_I.pack(len(key))]
+        parts = [_INT.pack(len(key))]
         for acl in key:
-            parts += [_I.pack(int(acl.perms)), _string(acl.scheme), _string(acl.id)]
+            parts += [_INT.pack(int(acl.perms)), _string(acl.scheme), _string(acl.id)]
         cached = b"".join(parts)
         if len(_acl_cache) < 256:
             _acl_cache[key] = cached
@@ -242,17 +241,17 @@ def create_op(
     """A create that answers with the new path and its Stat (``create2`` and kin)."""
     body = _string(server_path) + _buffer(data) + _acls(acls)
     if container:
-        return Op(OP_CREATE_CONTAINER, body + _I.pack(MODE_CONTAINER), user_path, _decode_create2)
+        return Op(OP_CREATE_CONTAINER, body + _INT.pack(MODE_CONTAINER), user_path, _decode_create2)
     if ttl_ms is not None:
         mode = MODE_TTL_SEQUENTIAL if sequential else MODE_TTL
-        payload = body + _I.pack(mode) + _Q.pack(ttl_ms)
+        payload = body + _INT.pack(mode) + _Q.pack(ttl_ms)
         return Op(OP_CREATE_TTL, payload, user_path, _decode_create2)
     flags = (MODE_EPHEMERAL if ephemeral else 0) | (MODE_SEQUENTIAL if sequential else 0)
-    return Op(OP_CREATE2, body + _I.pack(flags), user_path, _decode_create2)
+    return Op(OP_CREATE2, body + _INT.pack(flags), user_path, _decode_create2)
 
 
 def delete_op(user_path: str, server_path: str, version: int) -> Op:
-    return Op(OP_DELETE, _string(server_path) + _I.pack(version), user_path, _none)
+    return Op(OP_DELETE, _string(server_path) + _INT.pack(version), user_path, _none)
 
 
 _FLAG = (b"\x00", b"\x01")
@@ -267,7 +266,7 @@ def get_data_op(user_path: str, server_path: str, watch: bool) -> Op:
 
 
 def set_data_op(user_path: str, server_path: str, data: bytes, version: int) -> Op:
-    payload = _string(server_path) + _buffer(data) + _I.pack(version)
+    payload = _string(server_path) + _buffer(data) + _INT.pack(version)
     return Op(OP_SET_DATA, payload, user_path, _decode_stat)
 
 
@@ -281,7 +280,7 @@ def sync_op(user_path: str, server_path: str) -> Op:
 
 
 def check_op(user_path: str, server_path: str, version: int) -> Op:
-    return Op(OP_CHECK, _string(server_path) + _I.pack(version), user_path, _none)
+    return Op(OP_CHECK, _string(server_path) + _INT.pack(version), user_path, _none)
 
 
 def get_acl_op(user_path: str, server_path: str) -> Op:
