@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import functools
 import heapq
-import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -32,6 +31,7 @@ from .._exceptions import (
     SessionExpiredError,
 )
 from .._session._client import Client, protected_marker
+from .._session._retry import call_with_retry
 from .._types import EventType
 
 __all__ = [
@@ -148,24 +148,17 @@ class _NodeVanished(Exception):
     """Our own contender node is gone (session lost or deleted by someone else)."""
 
 
+def _is_connection_loss(error: BaseException) -> bool:
+    return isinstance(error, ConnectionLossError)
+
+
 async def retry_on_connection_loss(client: Client, operation: Callable[[], Awaitable[T]]) -> T:
     """Retry an idempotent request cut by a dropped connection, under the client's policy.
 
     Session expiry is not retried here: the caller's node went with the
     session, and only the caller knows how to start over.
     """
-    attempt = 0
-    start = time.monotonic()
-    while True:
-        try:
-            return await operation()
-        except ConnectionLossError as error:
-            attempt += 1
-            pause = client.retry_policy.delay(attempt, time.monotonic() - start)
-            if pause is None:
-                raise
-            if error.sent:
-                await anyio.sleep(pause)
+    return await call_with_retry(client.retry_policy, operation, retry_if=_is_connection_loss)
 
 
 def cleanup_bound(client: Client) -> float:
