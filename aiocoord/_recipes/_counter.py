@@ -467,12 +467,15 @@ class _Batcher:
             request.future.set_result(value)
 
 
-def _bounded(value: int, delta: int, lower: int | None, upper: int | None) -> tuple[int, int] | str:
-    """(pre, post) if ``value + delta`` stays in bounds, else "bound"."""
+def _bounded(
+    value: int, delta: int, lower: int | None, upper: int | None, codec: _Codec[int] = _LONG
+) -> tuple[int, int] | str:
+    """(pre, post) if ``value + delta`` stays in bounds, else "bound"; raises
+    CounterOverflowError if the result does not fit ``codec``'s width."""
     new = value + delta
     if (lower is not None and new < lower) or (upper is not None and new > upper):
         return "bound"
-    _LONG.encode(new)  # raises CounterOverflowError if it does not fit
+    codec.encode(new)
     return value, new
 
 
@@ -606,11 +609,8 @@ class _AtomicNumber(_Atomic[int]):
             codec = self._codec
 
             def make(value: int) -> int | _Refused:
-                new = value + delta
-                if (lower is not None and new < lower) or (upper is not None and new > upper):
-                    return _Refused("bound")
-                codec.encode(new)
-                return new
+                granted = _bounded(value, delta, lower, upper, codec)
+                return granted[1] if isinstance(granted, tuple) else _Refused(granted)
 
             result = await self._update(make)
         if raise_on_bound and result.reason == "bound":
