@@ -996,54 +996,50 @@ class Client:
         finally:
             watch.cancel()
 
-    async def data_changes(self, path: str) -> AsyncGenerator[tuple[bytes, Stat] | None, None]:
+    def data_changes(self, path: str) -> AsyncGenerator[tuple[bytes, Stat] | None, None]:
         """The node's contents now and after every change: ``(data, stat)``, or None while
         it does not exist. Intermediate states may be skipped (the latest one is always
         seen); a lost session is ridden out. Ends when the client closes."""
-        last: tuple[int, int] | None = (-1, -1)
-        while True:
-            watch: Watch | None = None
-            try:
-                try:
-                    data, stat, watch = await self.retry(self.watch_data, path)
-                    snapshot: tuple[bytes, Stat] | None = (data, stat)
-                    key: tuple[int, int] | None = (stat.mzxid, stat.version)
-                except NoNodeError:
-                    stat_or_none, watch = await self.retry(self.watch_exists, path)
-                    if stat_or_none is not None:
-                        continue  # created in between: read it
-                    snapshot, key = None, None
-                if key != last:
-                    last = key
-                    yield snapshot
-                assert watch is not None
-                await watch
-            except ClientClosedError:
-                return
-            except SessionExpiredError:
-                continue
-            finally:
-                if watch is not None:
-                    watch.cancel()
 
-    async def children_changes(self, path: str) -> AsyncGenerator[list[str] | None, None]:
+        async def read(watched: str) -> tuple[tuple[bytes, Stat], Watch]:
+            data, stat, watch = await self.watch_data(watched)
+            return (data, stat), watch
+
+        return self._changes(path, read, lambda s: (s[1].mzxid, s[1].version))
+
+    def children_changes(self, path: str) -> AsyncGenerator[list[str] | None, None]:
         """The node's children (sorted) now and after every change; None while the node
         does not exist. Ends when the client closes."""
-        last: list[str] | bool | None = False
+
+        async def read(watched: str) -> tuple[list[str], Watch]:
+            names, _stat, watch = await self.watch_children(watched)
+            return sorted(names), watch
+
+        return self._changes(path, read, lambda names: names)
+
+    async def _changes(
+        self,
+        path: str,
+        read: Callable[[str], Awaitable[tuple[T, Watch]]],
+        identity: Callable[[T], object],
+    ) -> AsyncGenerator[T | None, None]:
+        """The loop behind the ``*_changes`` iterators: read with a watch (or, while
+        the node is missing, watch for its creation), yield what is new, wait."""
+        last: object = _UNSEEN
         while True:
             watch: Watch | None = None
             try:
-                snapshot: list[str] | None
+                snapshot: T | None
                 try:
-                    names, _stat, watch = await self.retry(self.watch_children, path)
-                    snapshot = sorted(names)
+                    snapshot, watch = await self.retry(read, path)
                 except NoNodeError:
                     stat, watch = await self.retry(self.watch_exists, path)
                     if stat is not None:
-                        continue
+                        continue  # created in between: read it
                     snapshot = None
-                if snapshot != last:
-                    last = snapshot
+                seen = None if snapshot is None else identity(snapshot)
+                if seen != last:
+                    last = seen
                     yield snapshot
                 assert watch is not None
                 await watch
@@ -1063,6 +1059,10 @@ class Client:
     def __repr__(self) -> str:
         state = self._state.value if self._state else "new"
         return f"<aiocoord.Client {state} session=0x{self._session_id:x} ns={self._prefix!r}>"
+
+
+_UNSEEN = object()
+"""What the ``*_changes`` iterators have yielded before the first snapshot."""
 
 
 def _ignore_result(future: asyncio.Future[Any]) -> None:
