@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
-from ._common import Gate, Result, RunArgs, Stats, Window, result
+from ._common import Gate, Result, RunArgs, Stats, Window, pipelined_result, result
 
 __all__ = ["AsyncCounter", "AsyncLock", "counter", "latency", "mutex", "pipelined"]
 
@@ -144,17 +144,15 @@ async def pipelined(
             version_sum += version
 
     await _run_until_stopped(window, [sender() for _ in range(depth)])
-    final = await final_version()
-    violation = None
-    if final != acked or version_sum != acked * (acked + 1) // 2:
-        violation = f"{acked} sets acknowledged but the node is at version {final}"
-    return result(
+    return pipelined_result(
         args,
         library,
         window,
-        [stats],
-        violation=violation,
-        extra={"depth": depth, "acked": acked},
+        stats,
+        acked=acked,
+        version_sum=version_sum,
+        final_version=await final_version(),
+        depth=depth,
     )
 
 

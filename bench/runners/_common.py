@@ -194,6 +194,30 @@ def result(
     }
 
 
+def pipelined_result(
+    args: RunArgs,
+    library: str,
+    window: Window,
+    stats: Stats,
+    *,
+    acked: int,
+    version_sum: int,
+    final_version: int,
+    depth: int,
+    errors: Sequence[BaseException] = (),
+) -> Result:
+    """The pipelined scenario's result and check, the same for every library: the
+    versions acknowledged must be exactly 1..acked, and the node's final one acked."""
+    violation = None
+    if errors:
+        violation = f"{len(errors)} sets failed: {errors[0]!r}"
+    elif final_version != acked or version_sum != acked * (acked + 1) // 2:
+        violation = f"{acked} sets acknowledged but the node is at version {final_version}"
+    return result(
+        args, library, window, [stats], violation=violation, extra={"depth": depth, "acked": acked}
+    )
+
+
 def read_rss_kib(key: str = "VmRSS") -> int:
     """This process's resident set size in KiB (``VmHWM`` for its peak), from
     /proc/self/status."""

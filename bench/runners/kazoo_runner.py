@@ -17,7 +17,17 @@ from typing import Any
 from kazoo.client import KazooClient  # type: ignore[import-untyped]
 from kazoo.exceptions import BadVersionError  # type: ignore[import-untyped]
 
-from ._common import Gate, Offer, Result, RunArgs, Stats, Window, main, result
+from ._common import (
+    Gate,
+    Offer,
+    Result,
+    RunArgs,
+    Stats,
+    Window,
+    main,
+    pipelined_result,
+    result,
+)
 
 LIBRARY = "kazoo"
 STOP_GRACE = 60.0
@@ -181,19 +191,16 @@ def _pipelined(args: RunArgs) -> Result:
         for _ in range(PIPELINE_DEPTH):  # wait for every outstanding reply
             if not slots.acquire(timeout=STOP_GRACE):
                 raise TimeoutError("replies still outstanding long after the window")
-        final = client.get(node)[1].version
-        violation = None
-        if errors:
-            violation = f"{len(errors)} sets failed: {errors[0]!r}"
-        elif final != acked or version_sum != acked * (acked + 1) // 2:
-            violation = f"{acked} sets acknowledged but the node is at version {final}"
-        return result(
+        return pipelined_result(
             args,
             LIBRARY,
             window,
-            [stats],
-            violation=violation,
-            extra={"depth": PIPELINE_DEPTH, "acked": acked},
+            stats,
+            acked=acked,
+            version_sum=version_sum,
+            final_version=client.get(node)[1].version,
+            depth=PIPELINE_DEPTH,
+            errors=errors,
         )
 
 
