@@ -2,13 +2,15 @@
 
 ``ZooKeeperServer`` and ``ZooKeeperEnsemble`` launch real ZooKeeper processes
 from local jars; ``expire_session`` ends a client's session from the server
-side. The pytest plugin (installed with aiocoord) adds the fixtures
-``zookeeper``, ``zookeeper_ensemble``, ``private_zookeeper`` and ``coord``.
+side; ``TcpProxy`` sits between a client and its server to stall, cut or
+refuse its connections. The pytest plugin (installed with aiocoord) adds the
+fixtures ``zookeeper``, ``zookeeper_ensemble``, ``private_zookeeper`` and ``coord``.
 """
 
 from ._expire import drop_connection as drop_connection
 from ._expire import expire_session as expire_session
 from ._fourletter import four_letter_word as four_letter_word
+from ._proxy import TcpProxy as TcpProxy
 from ._server import READ_ONLY_MODE as READ_ONLY_MODE
 from ._server import ZooKeeperEnsemble as ZooKeeperEnsemble
 from ._server import ZooKeeperNotFoundError as ZooKeeperNotFoundError
@@ -17,6 +19,7 @@ from ._server import find_zookeeper_classpath as find_zookeeper_classpath
 
 __all__ = [
     "READ_ONLY_MODE",
+    "TcpProxy",
     "ZooKeeperEnsemble",
     "ZooKeeperNotFoundError",
     "ZooKeeperServer",

@@ -40,17 +40,25 @@ async def _close_session(host: str, port: int, session_id: int, password: bytes)
         conn.close()
 
 
-async def expire_session(client: Client, *, timeout: float = 30.0, wait: bool = True) -> None:
+async def expire_session(
+    client: Client,
+    *,
+    timeout: float = 30.0,
+    wait: bool = True,
+    address: tuple[str, int] | None = None,
+) -> None:
     """Expire ``client``'s current session on the server.
 
     With ``wait`` (the default) return only once the client has reported
     LOST and then connected with a new session, so the test can go on.
+    ``address`` reaches the server there instead of where the client is
+    connected: needed when the client goes through a held :class:`TcpProxy`.
     """
     identity = client.client_id
     if identity is None:
         raise RuntimeError("the client has no session to expire")
     session_id, password = identity
-    host, port = client.connected_to or client.hosts[0]
+    host, port = address or client.connected_to or client.hosts[0]
     changes = client.state_changes()
     try:
         with anyio.fail_after(timeout):
