@@ -116,13 +116,32 @@ class InvalidPathError(CoordinationError, ValueError):
 
 
 class DataTooLargeError(CoordinationError, ValueError):
-    """Node data exceeds the configured limit; nothing was sent."""
+    """Node data, or a whole request, is larger than the server accepts; nothing was sent.
 
-    def __init__(self, path: str, size: int, limit: int):
-        super().__init__(f"data for {path!r} is {size} bytes, over the limit of {limit}")
+    ``limit`` is the client's ``max_data_size`` (the server's ``jute.maxbuffer``).
+    For node data, ``size`` is the data's length. For a whole request
+    (``request`` true: data plus path, ACLs and headers, or all the operations of
+    a transaction), ``size`` is its encoded length as the server measures it
+    (everything after the 4-byte length prefix); ``path`` is None for a
+    transaction. Sending such a request would only make the server drop the
+    connection, so the client refuses it instead: it is not a connection loss
+    and is never retried.
+    """
+
+    def __init__(self, path: str | None, size: int, limit: int, *, request: bool = False):
+        if request:
+            about = "" if path is None else f" for {path!r}"
+            message = (
+                f"request{about} of {size} bytes exceeds the server's limit of {limit} "
+                "(max_data_size, the server's jute.maxbuffer)"
+            )
+        else:
+            message = f"data for {path!r} is {size} bytes, over the limit of {limit}"
+        super().__init__(message)
         self.path = path
         self.size = size
         self.limit = limit
+        self.request = request
 
 
 class CorruptValueError(CoordinationError, ValueError):

@@ -55,7 +55,7 @@ log = logging.getLogger("aiocoord")
 P = ParamSpec("P")
 T = TypeVar("T")
 
-DEFAULT_MAX_DATA_SIZE = 1024 * 1024 - 1
+DEFAULT_MAX_DATA_SIZE = _zk.JUTE_MAXBUFFER
 """ZooKeeper's default ``jute.maxbuffer`` (just under 1 MiB)."""
 
 PROTECTED_PREFIX = "_c_"
@@ -177,7 +177,7 @@ class Client:
         ]
         self._allow_read_only = read_only
         self._default_acl = tuple(default_acl)
-        self.max_data_size = max_data_size
+        self._max_data_size = max_data_size
         self._ssl = ssl_context
 
         self._state: ConnectionState | None = None
@@ -261,6 +261,19 @@ class Client:
         self._states.close()
 
     # --- session facts --------------------------------------------------------
+
+    @property
+    def max_data_size(self) -> int:
+        """The server's ``jute.maxbuffer``: the limit on node data and on each whole
+        request (path, ACLs, headers, every operation of a transaction). Larger
+        ones raise DataTooLargeError without being sent."""
+        return self._max_data_size
+
+    @max_data_size.setter
+    def max_data_size(self, value: int) -> None:
+        self._max_data_size = value
+        if self._conn is not None:
+            self._conn.max_request_size = value
 
     @property
     def state(self) -> ConnectionState | None:
@@ -472,6 +485,8 @@ class Client:
                 self._watches.paths(WatchKind.DATA),
                 self._watches.paths(WatchKind.EXIST),
                 self._watches.paths(WatchKind.CHILD),
+                # Room for the record's own 36 bytes within the server's limit.
+                max_bytes=min(128 * 1024, self._max_data_size - 64),
             )
             waiters += [conn.send_special(_zk.XID_SET_WATCHES, f) for f in frames]
         for waiter in waiters:
@@ -492,6 +507,7 @@ class Client:
         self._negotiated_timeout = reply.timeout_ms / 1000.0
         self._session_lost = False
         self._suspended_at = None
+        conn.max_request_size = self._max_data_size
         self._conn = conn
         if reply.read_only:
             state = ConnectionState.READ_ONLY
@@ -544,7 +560,7 @@ class Client:
                 container=False,
                 ttl_ms=None,
             )
-            with contextlib.suppress(ConnectionLossError):
+            with contextlib.suppress(ConnectionLossError, DataTooLargeError):
                 conn.submit(op).add_done_callback(_ignore_result)
 
     def _on_event_frame(self, frame: bytes) -> None:
@@ -640,7 +656,7 @@ class Client:
     ) -> _zk.Op:
         """Validate a create and build its request (shared with transactions and pipelines)."""
         _paths.validate_path(path, sequential=sequential)
-        value = _check_data(path, data, self.max_data_size)
+        value = _check_data(path, data, self._max_data_size)
         if sum((ephemeral, container, ttl is not None)) > 1:
             raise ValueError("ephemeral, container and ttl exclude each other")
         if container and sequential:
@@ -666,7 +682,7 @@ class Client:
 
     def _set_request(self, path: str, data: bytes, version: int) -> _zk.Op:
         _paths.validate_path(path)
-        value = _check_data(path, data, self.max_data_size)
+        value = _check_data(path, data, self._max_data_size)
         return _zk.set_data_op(path, self._server_path(path), value, _check_version(version))
 
     def _delete_request(self, path: str, version: int) -> _zk.Op:
@@ -877,12 +893,9 @@ class Client:
         if path == "/":
             return
         parts = path.strip("/").split("/")
-        conn = await self._connection()
-        futures = []
-        for i in range(1, len(parts) + 1):
-            node = "/" + "/".join(parts[:i])
-            op = self._create_request(
-                node,
+        ops = [
+            self._create_request(
+                "/" + "/".join(parts[:i]),
                 b"",
                 acl=None,
                 ephemeral=False,
@@ -890,7 +903,10 @@ class Client:
                 container=container,
                 ttl=None,
             )
-            futures.append(conn.submit(op))
+            for i in range(1, len(parts) + 1)
+        ]
+        conn = await self._connection()
+        futures = conn.submit_all(ops)  # all or none: one too large sends none
         results = await asyncio.gather(*futures, return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException) and not isinstance(result, NodeExistsError):

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._exceptions import ConnectionLossError, error_for_code
+from .._exceptions import ConnectionLossError, DataTooLargeError, error_for_code
 from . import _zk
 
 __all__ = ["Connection", "open_connection"]
@@ -41,7 +41,12 @@ class _Pending:
 class Connection(asyncio.Protocol):
     """Framing, request/reply matching and the session handshake for one socket."""
 
-    def __init__(self, on_event: EventHandler, on_closed: ClosedHandler) -> None:
+    def __init__(
+        self,
+        on_event: EventHandler,
+        on_closed: ClosedHandler,
+        max_request_size: int = _zk.JUTE_MAXBUFFER,
+    ) -> None:
         self._loop = asyncio.get_running_loop()
         self._on_event = on_event
         self._on_closed = on_closed
@@ -61,6 +66,17 @@ class Connection(asyncio.Protocol):
         self.last_send = self.last_recv
         self.last_zxid = 0
         self.peer: tuple[str, int] = ("", 0)
+        self._max_frame = max_request_size + 4
+
+    @property
+    def max_request_size(self) -> int:
+        """The server's ``jute.maxbuffer``: requests longer than this are refused
+        without being sent (see :meth:`submit`)."""
+        return self._max_frame - 4
+
+    @max_request_size.setter
+    def max_request_size(self, value: int) -> None:
+        self._max_frame = value + 4
 
     # --- asyncio.Protocol -------------------------------------------------
 
@@ -186,25 +202,57 @@ class Connection(asyncio.Protocol):
             self._transport.write(b"".join(outbox) if len(outbox) > 1 else outbox[0])
             self.last_send = time.monotonic()
 
+    # How ZooKeeper judges a request's size (measured against Debian's ZooKeeper
+    # 3.8.0, NIO and Netty connection factories alike): it reads the 4-byte
+    # length prefix of each packet and, if that value is greater than
+    # jute.maxbuffer, logs "Len error ... length is greater than jute.maxbuffer"
+    # and closes the connection without a reply. The prefix counts everything
+    # after itself: xid (4) + opcode (4) + the request record (path, data, ACLs,
+    # flags...), i.e. len(op.payload) + 8; the frame on the wire is 4 bytes more.
+    # With the default jute.maxbuffer = 1048575 (1 MiB - 1), a prefix of 1048575
+    # (frame of 1048579 bytes) is accepted and 1048576 refused, for create,
+    # setData and multi alike, whatever the path's length. A multi is judged as
+    # one packet, however its bytes are spread over its operations (four creates
+    # of ~262 kB each: refused at 1048576 too). With -Djute.maxbuffer=20000 the
+    # same rule held (20000 accepted, 20001 refused). The client sees such a
+    # refusal as a plain connection loss, so requests are checked here first:
+    # limit + 4 (``_max_frame``) against the length of the frame just built. A
+    # refused request is not written, leaves the connection alone and, not being
+    # a connection loss, is never retried.
+
     def submit(self, op: _zk.Op, hook: ReplyHook | None = None) -> asyncio.Future[Any]:
         """Send ``op``; the future resolves with its decoded reply or its error.
 
         ``hook`` runs with the reply's error code before the future resolves
         and before any later frame is read: the place to register a watch.
+
+        Raises DataTooLargeError, sending nothing, if the request is longer than
+        :attr:`max_request_size` (the server would drop the connection).
         """
         xid = self._next_xid
+        frame = op.frame(xid)
+        if len(frame) > self._max_frame:  # an int comparison: the length is at hand
+            raise self._too_large(op, len(frame) - 4)
         self._next_xid = xid + 1 if xid < 0x7FFFFFFF else 1
-        self._send(op.frame(xid))
+        self._send(frame)
         future: asyncio.Future[Any] = self._loop.create_future()
         self._pending[xid] = _Pending(op, future, hook)
         return future
 
     def submit_all(self, ops: Sequence[_zk.Op]) -> list[asyncio.Future[Any]]:
-        """Send several requests in one write (a pipeline); one future each."""
+        """Send several requests in one write (a pipeline); one future each.
+
+        If any request is too large (see :meth:`submit`), DataTooLargeError is
+        raised and none is sent.
+        """
         first = self._next_xid
+        limit = self._max_frame
         frames = []
         for offset, op in enumerate(ops):
-            frames.append(op.frame((first + offset - 1) % 0x7FFFFFFF + 1))
+            frame = op.frame((first + offset - 1) % 0x7FFFFFFF + 1)
+            if len(frame) > limit:
+                raise self._too_large(op, len(frame) - 4)
+            frames.append(frame)
         self._send(b"".join(frames))  # raises before anything is registered
         self._next_xid = (first + len(ops) - 1) % 0x7FFFFFFF + 1
         futures: list[asyncio.Future[Any]] = []
@@ -213,6 +261,9 @@ class Connection(asyncio.Protocol):
             self._pending[(first + offset - 1) % 0x7FFFFFFF + 1] = _Pending(op, future, None)
             futures.append(future)
         return futures
+
+    def _too_large(self, op: _zk.Op, size: int) -> DataTooLargeError:
+        return DataTooLargeError(op.path, size, self.max_request_size, request=True)
 
     def send_special(self, xid: int, frame: bytes) -> asyncio.Future[int]:
         """Send an auth or set-watches frame; the future gets the reply's error code."""

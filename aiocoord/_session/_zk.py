@@ -64,6 +64,10 @@ ADD_WATCH_PERSISTENT_RECURSIVE: Final = 1
 
 NO_NODE_CODE: Final = -101
 
+JUTE_MAXBUFFER: Final = 1024 * 1024 - 1
+"""ZooKeeper's default ``jute.maxbuffer``: the largest request it accepts (see
+:meth:`Connection.submit <aiocoord._session._connection.Connection.submit>`)."""
+
 _INT = struct.Struct("!i")
 _SIZE = _INT  # every frame starts with its length
 _REPLY_HEADER = struct.Struct("!iqi")
