@@ -521,19 +521,25 @@ class _Atomic(Generic[T]):
         return AtomicValue(True, value, value, AtomicStats(optimistic_tries=1))
 
     async def compare_and_set(self, expected: T, new: T) -> AtomicValue[T]:
-        """Set ``new`` only if the value is ``expected`` (a missing node counts as zero).
+        """Set ``new`` only if the node exists and holds ``expected``.
 
-        One attempt: a conflict or another value gives ``succeeded=False``.
+        One attempt: a conflict, another value or a missing node gives
+        ``succeeded=False, reason="mismatch"``. A missing node is never created
+        here, although :meth:`get` reads it as zero: as Curator's compareAndSet.
         """
         self._codec.encode(new)
         engine = self._engine()
-        engine.forget()  # compare against the value now, not a remembered one
 
         def make(value: T) -> T | _Refused:
             return new if value == expected else _Refused("mismatch")
 
         start = time.monotonic()
-        outcome = await engine.attempt(make)
+        # Compare against the value now, not a remembered one.
+        value, version = await engine.read()
+        if version < 0 or value != expected:
+            stats = AtomicStats(optimistic_tries=1, optimistic_time=time.monotonic() - start)
+            return AtomicValue(False, value, value, stats, "mismatch")
+        outcome = await engine.attempt(make)  # writes on the version just read
         stats = AtomicStats(optimistic_tries=1, optimistic_time=time.monotonic() - start)
         if not outcome.done and not outcome.refused:
             return AtomicValue(False, outcome.pre, outcome.pre, stats, "mismatch")

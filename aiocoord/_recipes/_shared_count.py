@@ -4,15 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+import anyio
+
 from .. import _paths
-from .._exceptions import BadVersionError, CorruptValueError, NodeExistsError, NoNodeError
+from .._exceptions import (
+    BadVersionError,
+    ClientClosedError,
+    CoordinationError,
+    CorruptValueError,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+)
 from .._session._broadcast import Broadcast, Subscription
 from .._session._client import Client
+from .._session._state import ConnectionState
+from .._session._watch import Watch
+from .._types import Stat
 from ._counter import CounterOverflowError
 
 __all__ = ["SharedCount", "VersionedValue"]
@@ -20,6 +34,11 @@ __all__ = ["SharedCount", "VersionedValue"]
 T = TypeVar("T")
 
 _INT = struct.Struct(">i")
+
+log = logging.getLogger("aiocoord")
+
+_MAX_PAUSE = 1.0
+"""Longest pause between reads when the server keeps refusing them (seconds)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +54,18 @@ class SharedCount:
 
     ``async with SharedCount(client, path, seed) as count:`` creates the node
     with ``seed`` if missing and keeps ``count.count`` current from a watch.
-    Changes arrive in order through ``count.changes()`` (an async iterator) and
-    listeners; fast successive changes may be seen as their latest value only.
+
+    Listeners and ``changes()`` iterators hear, as Curator's do: every write
+    this instance makes or reads from the server (an equal value included;
+    fast successive writes by others may be seen as the latest one only), and
+    the value read again after each reconnection (RECONNECTED, or a new session
+    after LOST), changed or not. Starting notifies nobody. Connection states
+    are not repeated here: follow them with ``client.add_listener`` or
+    ``client.state_changes()``.
+
+    Bytes that are not a 4-byte count make ``start()`` raise
+    :class:`CorruptValueError`; once started, such a value is logged as a
+    warning and skipped, and ``count`` keeps the last good one.
     """
 
     def __init__(self, client: Client, path: str, seed: int) -> None:
@@ -45,9 +74,16 @@ class SharedCount:
         self.path = path
         self._seed = seed
         self._current: VersionedValue[int] | None = None
+        self._mzxid = -1
+        """The zxid of the write ``_current`` came from: orders values across re-creations."""
         self._changes: Broadcast[int] = Broadcast()
         self._watcher: asyncio.Task[None] | None = None
-        self._ready = asyncio.Event()
+        self._starting = False
+        self._interrupted = False
+        """A disconnection was seen and no connection since."""
+        self._reconnected = asyncio.Event()
+        """Set on each reconnection: the value must be read again and announced."""
+        self._wait_scope: anyio.CancelScope | None = None
 
     def _encode(self, value: int) -> bytes:
         if not isinstance(value, int) or isinstance(value, bool):
@@ -62,17 +98,47 @@ class SharedCount:
         value: int = _INT.unpack(data)[0]
         return value
 
+    # --- life cycle -------------------------------------------------------------
+
     async def start(self) -> None:
-        """Create the node with the seed if needed, read it, and start watching."""
-        if self._watcher is not None:
+        """Create the node with the seed if needed, read it, and start watching.
+
+        Raises :class:`CorruptValueError` if the node holds something else
+        than a count; nothing is left running then, and ``start()`` may be
+        called again later.
+        """
+        if self._watcher is not None or self._starting:
             raise RuntimeError("SharedCount already started")
-        with contextlib.suppress(NodeExistsError):
-            await self._client.create(self.path, self._encode(self._seed), make_parents=True)
-        self._watcher = asyncio.get_running_loop().create_task(self._watch())
-        await self._ready.wait()
+        self._starting = True
+        self._current = None
+        self._interrupted = False
+        self._reconnected.clear()
+        self._client.add_listener(self._on_state)
+        watch: Watch | None = None
+        try:
+            seed = self._encode(self._seed)
+            while True:
+                with contextlib.suppress(NodeExistsError):
+                    await self._client.create(self.path, seed, make_parents=True)
+                snapshot, watch = await self._read()
+                if snapshot is not None:
+                    break
+                watch.cancel()  # deleted since: create it again
+            data, stat = snapshot
+            self._current = VersionedValue(stat.version, self._decode(data))
+            self._mzxid = stat.mzxid
+            self._watcher = asyncio.get_running_loop().create_task(self._watch(watch))
+        except BaseException:
+            if watch is not None:
+                watch.cancel()
+            self._client.remove_listener(self._on_state)
+            raise
+        finally:
+            self._starting = False
 
     async def aclose(self) -> None:
         """Stop watching; iterators from :meth:`changes` end."""
+        self._client.remove_listener(self._on_state)
         watcher, self._watcher = self._watcher, None
         if watcher is not None:
             watcher.cancel()
@@ -87,26 +153,96 @@ class SharedCount:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def _watch(self) -> None:
-        changes = self._client.data_changes(self.path)
-        try:
-            async for snapshot in changes:
-                if snapshot is None:
-                    continue  # deleted: keep the last value until it is back
-                data, stat = snapshot
-                self._update(VersionedValue(stat.version, self._decode(data)))
-                self._ready.set()
-        finally:
-            self._ready.set()
-            await changes.aclose()
+    # --- the watcher --------------------------------------------------------------
 
-    def _update(self, value: VersionedValue[int]) -> None:
-        current = self._current
-        if current is not None and value.version <= current.version:
-            return  # older news than what we already know
-        self._current = value
-        if current is None or current.value != value.value:
-            self._changes.publish(value.value)
+    def _on_state(self, state: ConnectionState) -> None:
+        """Ask the watcher for a fresh read after each reconnection (CURATOR-311)."""
+        if state in (ConnectionState.SUSPENDED, ConnectionState.LOST):
+            self._interrupted = True
+        elif state.is_connected and self._interrupted:
+            self._interrupted = False
+            self._reconnected.set()
+            if self._wait_scope is not None:
+                self._wait_scope.cancel()
+
+    async def _read(self) -> tuple[tuple[bytes, Stat] | None, Watch]:
+        """The node's (data, stat), or None if it is missing, and a watch on its next change."""
+        client = self._client
+        while True:
+            try:
+                data, stat, watch = await client.retry(client.watch_data, self.path)
+                return (data, stat), watch
+            except NoNodeError:
+                stat_or_none, watch = await client.retry(client.watch_exists, self.path)
+                if stat_or_none is None:
+                    return None, watch
+                watch.cancel()  # created in between: read it
+
+    async def _watch(self, watch: Watch) -> None:
+        """Wait for a change or a reconnection, read again, repeat; never gives up."""
+        try:
+            while True:
+                with anyio.CancelScope() as scope:
+                    self._wait_scope = scope
+                    if self._reconnected.is_set():
+                        scope.cancel()
+                    with contextlib.suppress(SessionExpiredError):
+                        await watch  # expired: the session took the watch; read again
+                self._wait_scope = None
+                watch.cancel()
+                watch = await self._reread()
+        except ClientClosedError:
+            return
+        finally:
+            self._wait_scope = None
+            watch.cancel()
+
+    async def _reread(self) -> Watch:
+        """Read the value with a new watch, retrying failures after a pause."""
+        announce = False
+        failures = 0
+        while True:
+            if self._reconnected.is_set():
+                self._reconnected.clear()
+                announce = True
+            try:
+                snapshot, watch = await self._read()
+            except ClientClosedError:
+                raise
+            except Exception as error:
+                failures += 1
+                log.warning(
+                    "SharedCount %s: reading the value failed (%r); retrying", self.path, error
+                )
+                pause = min(0.01 * 2**failures, _MAX_PAUSE)
+                with anyio.move_on_after(pause):
+                    await self._reconnected.wait()
+                continue
+            if snapshot is not None:
+                self._receive(*snapshot, announce=announce)
+            return watch
+
+    def _receive(self, data: bytes, stat: Stat, *, announce: bool = False) -> None:
+        """Take a value read from the server; skip (with a warning) one that is not a count."""
+        try:
+            value = self._decode(data)
+        except CorruptValueError as error:
+            kept = "nothing" if self._current is None else self._current.value
+            log.warning("SharedCount: %s; keeping %s", error, kept)
+            return
+        self._update(VersionedValue(stat.version, value), stat.mzxid, announce=announce)
+
+    def _update(self, value: VersionedValue[int], mzxid: int, *, announce: bool = False) -> None:
+        """Keep ``value`` if it is newer; notify once if so, or if ``announce``."""
+        if self._current is None:
+            return  # not started
+        if mzxid > self._mzxid:
+            self._current, self._mzxid = value, mzxid
+        elif not announce:
+            return  # a write already known
+        self._changes.publish(self._current.value)
+
+    # --- reading and writing -------------------------------------------------------
 
     @property
     def versioned_value(self) -> VersionedValue[int]:
@@ -119,24 +255,45 @@ class SharedCount:
         return self.versioned_value.value
 
     async def try_set_count(self, previous: VersionedValue[int], new: int) -> bool:
-        """Set ``new`` only if nobody changed the count since ``previous`` was read."""
-        try:
-            stat = await self._client.set(self.path, self._encode(new), version=previous.version)
-        except (BadVersionError, NoNodeError):
+        """Set ``new`` only if nobody changed the count since ``previous`` was read.
+
+        ``previous`` must equal :attr:`versioned_value` (version and value),
+        else nothing is sent and the answer is False; so a made-up version such
+        as -1 (ZooKeeper's "any version") never acts as a wildcard. After a
+        refusal by the server the value is read again, so ``count`` is current.
+        """
+        data = self._encode(new)
+        current = self.versioned_value
+        if previous.version < 0 or (previous.version, previous.value) != (
+            current.version,
+            current.value,
+        ):
             return False
-        self._update(VersionedValue(stat.version, new))
+        try:
+            stat = await self._client.set(self.path, data, version=previous.version)
+        except BadVersionError:
+            # Someone wrote first: catch up now rather than when the watch says so.
+            # A value that is not a count is left to the watcher to report.
+            with contextlib.suppress(CoordinationError):
+                data, stat = await self._client.get(self.path)
+                self._update(VersionedValue(stat.version, self._decode(data)), stat.mzxid)
+            return False
+        except NoNodeError:
+            return False
+        self._update(VersionedValue(stat.version, new), stat.mzxid)
         return True
 
     async def set_count(self, new: int) -> None:
         """Set ``new`` unconditionally."""
         stat = await self._client.set(self.path, self._encode(new))
-        self._update(VersionedValue(stat.version, new))
+        self._update(VersionedValue(stat.version, new), stat.mzxid)
 
     def changes(self) -> Subscription[int]:
-        """Every new value from now on, as an async iterator."""
+        """The values notified from now on (see the class), as an async iterator."""
         return self._changes.subscribe()
 
     def add_listener(self, callback: Callable[[int], object]) -> None:
+        """Call ``callback(count)`` on every notification (see the class)."""
         self._changes.add_listener(callback)
 
     def remove_listener(self, callback: Callable[[int], object]) -> None:

@@ -21,8 +21,6 @@ from aiocoord import (
     OutcomeUnknownError,
     PromotedToLock,
     RetryNTimes,
-    SharedCount,
-    VersionedValue,
 )
 from aiocoord.testing import ZooKeeperServer, drop_connection, expire_session
 
@@ -90,6 +88,24 @@ async def test_every_operation_returns_what_it_did(coord: aiocoord.Client) -> No
     assert (await fresh.get()).post_value == 7
     data, _stat = await coord.get("/c")
     assert data == struct.pack(">q", 42)  # Curator's encoding
+
+
+async def test_compare_and_set_fails_on_a_missing_node(coord: aiocoord.Client) -> None:
+    """Curator's compareAndSet fails when the node does not exist, even for an expected
+    value equal to what get() reads there (zero); it creates nothing."""
+    for counter, zero, new in (
+        (AtomicLong(coord, "/absent-long"), 0, 1),
+        (AtomicInt(coord, "/absent-int"), 0, 1),
+        (AtomicBytes(coord, "/absent-bytes"), b"", b"x"),
+    ):
+        r = await counter.compare_and_set(zero, new)
+        assert (r.succeeded, r.reason, r.pre_value, r.post_value) == (False, "mismatch", zero, zero)
+        assert await coord.exists(counter.path) is None
+        assert (await counter.get()).post_value == zero
+    long = AtomicLong(coord, "/absent-long")
+    assert await long.initialize(0)
+    r = await long.compare_and_set(0, 1)
+    assert (r.succeeded, r.pre_value, r.post_value) == (True, 0, 1)
 
 
 async def test_retry_exhaustion_reports_failure_and_applies_nothing(
@@ -336,24 +352,3 @@ async def test_totals_are_exact_when_no_call_was_cut(client_factory: ClientFacto
     counter_b = AtomicLong(b, "/calm")
     await asyncio.gather(*(counter_b.increment() for _ in range(50)))
     assert (await counter_a.get()).post_value == 100
-
-
-async def test_shared_count(client_factory: ClientFactory) -> None:
-    a, b = await started(client_factory, 2)
-    async with SharedCount(a, "/shared", 5) as left, SharedCount(b, "/shared", 99) as right:
-        assert left.count == right.count == 5  # the seed applies only to the creator
-        seen: list[int] = []
-        right.add_listener(seen.append)
-        changes = right.changes()
-        assert await left.try_set_count(left.versioned_value, 6)
-        assert await anext(changes) == 6
-        stale = VersionedValue(0, 5)
-        assert not await left.try_set_count(stale, 7)
-        await left.set_count(8)
-        assert await anext(changes) == 8
-        assert right.count == 8 and right.versioned_value.version == 2
-        assert seen == [6, 8]
-        await changes.aclose()
-    assert (await a.get("/shared"))[0] == struct.pack(">i", 8)
-    with pytest.raises(CounterOverflowError):
-        await SharedCount(a, "/shared", 2**31).start()
