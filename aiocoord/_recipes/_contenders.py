@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import functools
 import heapq
+import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -32,7 +33,7 @@ from .._exceptions import (
 )
 from .._session._client import Client, protected_marker
 from .._session._retry import call_with_retry
-from .._types import EventType
+from .._types import EventType, Stat
 
 __all__ = [
     "LOCK_NAME",
@@ -184,7 +185,13 @@ def cleanup_scope(client: Client, *, must_finish: bool = False) -> Iterator[None
 
 
 class Contender:
-    """One place in the queue under ``path``: create it, wait for it to hold, delete it."""
+    """One place in the queue under ``path``: create it, wait for it to hold, delete it.
+
+    Every decision to hold is made on a reply from the session that owns our
+    node, checked when the decision is made: a reply that arrived in a newer
+    session (after the old one, and our node with it, expired) proves nothing
+    about our place in the queue.
+    """
 
     def __init__(
         self,
@@ -194,6 +201,9 @@ class Contender:
         lock_names: Sequence[str],
         rule: Rule,
         data: bytes,
+        *,
+        fixed_suffix: str | None = None,
+        last_blocker_shortcut: bool = True,
     ) -> None:
         self._client = client
         self._path = path
@@ -201,56 +211,76 @@ class Contender:
         self._lock_names = tuple(lock_names)
         self._rule = rule
         self._data = data
+        self._fixed_suffix = fixed_suffix
+        # Trusting "the last blocker is gone, so we hold" needs a queue nobody
+        # can join ahead of us: false where a read lock's downgrade node may.
+        self._shortcut = last_blocker_shortcut
         self._marker: str | None = None
         self.node: str | None = None
         """Full path of our node, once created."""
         self.czxid = 0
         """zxid of our node's creation: the fencing token."""
+        self.session_id = 0
+        """The session that owns our node (its ephemeral owner)."""
         self._listing: list[str] | None = None
 
     async def acquire(self, timeout: float | None = None) -> bool:
         """Queue up and wait until the rule says we hold; False if ``timeout`` passed.
 
-        On timeout, cancellation or error our node is deleted before returning,
-        also when its create was still in flight: it is found by its marker.
+        ``timeout`` bounds the waiting, not the first look: the node is always
+        created and the queue read once (so ``timeout=0`` tries exactly once),
+        and that look gives up after one session timeout if ZooKeeper cannot be
+        reached. On timeout, cancellation or error our node is deleted before
+        returning, also when its create was still in flight: it is found by its
+        marker.
         """
-        if timeout is None:  # the common case: no scope to set up
-            try:
-                await self._acquire()
-            except BaseException:
-                await self.abandon()
-                raise
-            return True
-        with anyio.move_on_after(timeout):
-            try:
-                await self._acquire()
-                return True
-            except BaseException:
-                await self.abandon()
-                raise
-        return False
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        try:
+            held = await self._acquire(deadline)
+        except BaseException:
+            await self.abandon()
+            raise
+        if not held:
+            await self.abandon()
+        return held
 
-    async def _acquire(self) -> None:
+    async def _acquire(self, deadline: float | None) -> bool:
         while True:
             try:
-                await self._enter_queue()
-                await self._wait_turn()
-                return
+                if deadline is None:
+                    await self._enter_queue()
+                    return await self._wait_turn(None)
+                # The first look may outlast a short timeout (see acquire()).
+                first_look = max(deadline - time.monotonic(), self._client.session_timeout)
+                with anyio.move_on_after(first_look) as scope:
+                    await self._enter_queue()
+                    holds = await self._wait_turn(deadline, look_only=True)
+                if scope.cancelled_caught:
+                    return False
+                if holds or time.monotonic() >= deadline:
+                    return holds
+                return await self._wait_turn(deadline)
             except (SessionExpiredError, _NodeVanished):
                 # The session took our node with it: queue again, at the back.
                 await self.abandon()
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
 
     async def _enter_queue(self) -> None:
         client = self._client
         self._marker = marker = protected_marker()
         self.node = None
-        target = f"{self._path}/{marker}{self._lock_name}"
+        if self._fixed_suffix is None:
+            target, sequential = f"{self._path}/{marker}{self._lock_name}", True
+        else:
+            target = f"{self._path}/{marker}{self._lock_name}{self._fixed_suffix}"
+            sequential = False
         while True:
             # Create and list in one round trip: the listing is applied after the
             # create, so it contains our node and everything queued before it.
             created, listing = await (
                 client.pipeline()
-                .create(target, self._data, ephemeral=True, sequential=True)
+                .create(target, self._data, ephemeral=True, sequential=sequential)
                 .children(self._path)
                 .execute()
             )
@@ -267,18 +297,35 @@ class Contender:
                 )
                 if found is None:
                     continue
-                self.node, stat = found
-                self.czxid = stat.czxid
+                self._take(*found)
                 self._listing = None
                 return
             if isinstance(created, Exception):
                 raise created
-            self.node, stat = created
-            self.czxid = stat.czxid
+            self._take(*created)
             self._listing = None if isinstance(listing, Exception) else listing[0]
             return
 
-    async def _wait_turn(self) -> None:
+    def _take(self, node: str, stat: Stat) -> None:
+        self.node = node
+        self.czxid = stat.czxid
+        self.session_id = stat.ephemeral_owner
+
+    def _check_session(self) -> None:
+        """Raise _NodeVanished unless the client is still in the session owning our node.
+
+        Called after every await whose result feeds a decision, with no await
+        between the check and the decision: a reply read here was produced by
+        the server within our session, so our node was alive when it was made.
+        """
+        if self._client.session_id != self.session_id:
+            raise _NodeVanished
+
+    async def _wait_turn(self, deadline: float | None, *, look_only: bool = False) -> bool:
+        """Wait until we hold (True), or until ``deadline`` passes (False).
+
+        With ``look_only``, decide on one listing and never wait.
+        """
         client = self._client
         assert self.node is not None
         me = _paths.basename(self.node)
@@ -291,24 +338,40 @@ class Contender:
                     )
                 except NoNodeError:
                     raise _NodeVanished from None
+            self._check_session()
             if me not in names:
                 raise _NodeVanished
             decision = self._rule(names, me)
             names = None  # a long queue's listing must not live on while we wait
             if decision.holds:
-                return
+                return True
+            if look_only:
+                return False
             assert decision.watch is not None
-            stat, watch = await retry_on_connection_loss(
-                client, functools.partial(client.watch_exists, f"{self._path}/{decision.watch}")
-            )
-            deleted = stat is None
-            try:
-                if not deleted:
-                    deleted = (await watch).type is EventType.DELETED
-            finally:
-                watch.cancel()
-            if deleted and decision.blockers == 1:
-                return
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return False
+            with anyio.move_on_after(remaining) as scope:
+                deleted = await self._wait_deleted(f"{self._path}/{decision.watch}")
+            if scope.cancelled_caught:
+                return False
+            self._check_session()
+            if deleted and decision.blockers == 1 and self._shortcut:
+                return True
+
+    async def _wait_deleted(self, path: str) -> bool:
+        """Wait for ``path`` to change; True if it is (or already was) gone."""
+        client = self._client
+        stat, watch = await retry_on_connection_loss(
+            client, functools.partial(client.watch_exists, path)
+        )
+        try:
+            self._check_session()  # else the watch belongs to another session
+            if stat is None:
+                return True
+            return (await watch).type is EventType.DELETED
+        finally:
+            watch.cancel()
 
     async def abandon(self) -> None:
         """Delete our node (or the one a lost create left), shielded and time-bounded."""

@@ -62,11 +62,20 @@ class LossMonitor:
         self._policy = policy
         self._holds: set[Hold] = set()
 
-    def add(self, hold: Hold) -> None:
+    def add(self, hold: Hold, session_id: int) -> None:
+        """Watch ``hold``, granted in session ``session_id``.
+
+        Call it with no await between the decision that granted the hold and
+        this call: transitions before it are judged here, from the current
+        state and session, and every later one by the listener.
+        """
         if not self._holds:
             self._client.add_listener(self._on_state)
         self._holds.add(hold)
-        # The state may have turned bad while the hold was being taken.
+        if self._client.session_id != session_id:
+            hold.mark_lost("the session that granted it has ended")
+            return
+        # The connection may have dropped after the grant's reply arrived.
         state = self._client.state
         if state is not None and self._policy.is_error_state(state):
             hold.mark_lost(f"the connection was {state.value}")

@@ -4,6 +4,7 @@ InterProcessReadWriteLock, node for node)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 from collections.abc import Coroutine, Sequence
@@ -29,15 +30,26 @@ from ._contenders import (
     WRITE_LOCK_NAME,
     Contender,
     Decision,
-    Rule,
+    cleanup_scope,
     mutex_rule,
     read_rule,
     recipe_path,
+    sequence_key,
     sort_contenders,
 )
 from ._holding import Hold, LossMonitor
 
-__all__ = ["FencedTransaction", "Mutex", "Participant", "ReadWriteLock", "default_node_data"]
+__all__ = [
+    "FencedTransaction",
+    "Mutex",
+    "Participant",
+    "ReadWriteLock",
+    "current_task",
+    "default_node_data",
+    "not_owner",
+]
+
+log = logging.getLogger("aiocoord")
 
 
 def default_node_data() -> bytes:
@@ -45,11 +57,21 @@ def default_node_data() -> bytes:
     return f"{socket.gethostname()}:{os.getpid()}".encode()
 
 
-def _current_task() -> asyncio.Task[Any]:
+def current_task() -> asyncio.Task[Any]:
+    """The calling asyncio task: what owns a lock."""
     task = asyncio.current_task()
     if task is None:
         raise RuntimeError("locks are owned by asyncio tasks: call from within a task")
     return task
+
+
+def not_owner(path: str) -> NotOwnerError:
+    """The error for a task that uses a lock it does not hold, with the usual cause."""
+    return NotOwnerError(
+        f"{path!r} is not held by the calling task (on Python 3.11, asyncio.wait_for "
+        "runs its argument in a task of its own: use acquire(timeout=...) or "
+        "asyncio.timeout() instead)"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +157,7 @@ class Mutex:
 
     _lock_name = LOCK_NAME
     _lock_names: tuple[str, ...] = (LOCK_NAME,)
+    _last_blocker_shortcut = True
 
     def __init__(
         self,
@@ -150,6 +173,7 @@ class Mutex:
         self._data = default_node_data() if data is None else bytes(data)
         self._monitor = LossMonitor(client, error_policy or client.error_policy)
         self._holds: dict[asyncio.Task[Any], _LockHold] = {}
+        self._orphan_cleanups: set[asyncio.Task[None]] = set()
         self._mutex_rule = mutex_rule(1, self._lock_names)
 
     def __repr__(self) -> str:
@@ -157,8 +181,16 @@ class Mutex:
 
     # --- acquiring ----------------------------------------------------------------
 
-    def _rule_for(self, task: asyncio.Task[Any]) -> Rule:
-        return self._mutex_rule
+    def _contender_for(self, task: asyncio.Task[Any]) -> Contender:
+        return Contender(
+            self._client,
+            self.path,
+            self._lock_name,
+            self._lock_names,
+            self._mutex_rule,
+            self._data,
+            last_blocker_shortcut=self._last_blocker_shortcut,
+        )
 
     def _before_acquire(self, task: asyncio.Task[Any]) -> None:
         """Refuse an acquisition that could never be granted."""
@@ -166,11 +198,19 @@ class Mutex:
     async def acquire(self, timeout: float | None = None) -> bool:
         """Wait for the lock; False if ``timeout`` seconds passed first.
 
-        Cancellation (including an enclosing deadline) leaves no node behind.
-        Waiting rides out SUSPENDED; if the session is lost meanwhile, the wait
-        goes on in the new session, at the back of the queue.
+        ``timeout`` bounds the wait, not the first look at the queue:
+        ``timeout=0`` tries exactly once (as :meth:`try_acquire`), and succeeds
+        on a free lock. Cancellation (including an enclosing deadline) leaves
+        no node behind. Waiting rides out SUSPENDED; if the session is lost
+        meanwhile, the wait goes on in the new session, at the back of the queue.
+
+        The lock belongs to the calling task. If that task ends while holding
+        it, the lock is released and a warning logged: on Python 3.11
+        ``asyncio.wait_for(mutex.acquire(), t)`` does that (it runs the
+        acquire in a task of its own), so use ``acquire(timeout=t)``,
+        ``asyncio.timeout()`` or ``anyio.fail_after()`` instead.
         """
-        task = _current_task()
+        task = current_task()
         hold = self._holds.get(task)
         if hold is not None:
             if hold.lost:
@@ -178,20 +218,19 @@ class Mutex:
             hold.count += 1
             return True
         self._before_acquire(task)
-        contender = Contender(
-            self._client,
-            self.path,
-            self._lock_name,
-            self._lock_names,
-            self._rule_for(task),
-            self._data,
-        )
+        contender = self._contender_for(task)
         if not await contender.acquire(timeout):
             return False
+        # No await from the grant to here: the monitor judges every transition.
         hold = _LockHold(contender)
         self._holds[task] = hold
-        self._monitor.add(hold)
+        self._monitor.add(hold, contender.session_id)
+        task.add_done_callback(self._on_owner_done)
         return True
+
+    async def try_acquire(self) -> bool:
+        """Take the lock if it is free now (one look at the queue); never wait."""
+        return await self.acquire(0)
 
     async def release(self) -> None:
         """Release one hold of the calling task; the last one deletes the lock node.
@@ -200,23 +239,45 @@ class Mutex:
         and counts an expired session as done); until it is done, the lock
         still counts as held here.
         """
-        task = _current_task()
+        task = current_task()
         hold = self._holds.get(task)
         if hold is None:
-            raise NotOwnerError(f"{self.path!r} is not held by the calling task")
+            raise not_owner(self.path)
         if hold.count > 1:
             hold.count -= 1
             return
         await hold.contender.release()
         del self._holds[task]
         self._monitor.discard(hold)
+        task.remove_done_callback(self._on_owner_done)
+
+    def _on_owner_done(self, task: asyncio.Task[Any]) -> None:
+        """A task ended while holding the lock: nobody can release it any more, so do it."""
+        hold = self._holds.pop(task, None)
+        if hold is None:
+            return
+        self._monitor.discard(hold)
+        hold.mark_lost("its owning task ended")
+        log.warning(
+            "task %r ended while holding the lock on %r; releasing it "
+            "(was it acquired through asyncio.wait_for on Python 3.11?)",
+            task.get_name(),
+            self.path,
+        )
+        cleanup = task.get_loop().create_task(self._release_orphan(hold.contender))
+        self._orphan_cleanups.add(cleanup)
+        cleanup.add_done_callback(self._orphan_cleanups.discard)
+
+    async def _release_orphan(self, contender: Contender) -> None:
+        with cleanup_scope(self._client):
+            await contender.release()
 
     async def __aenter__(self) -> Mutex:
         await self.acquire()
         return self
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        hold = self._holds.get(_current_task())
+        hold = self._holds.get(current_task())
         await self.release()
         if hold is not None and hold.lost and exc_type is None:
             raise LockLostError(self.path, hold.reason)
@@ -232,7 +293,7 @@ class Mutex:
     # --- local state ------------------------------------------------------------------
 
     def _hold_of_caller(self) -> _LockHold | None:
-        return self._holds.get(_current_task())
+        return self._holds.get(current_task())
 
     def _owned_by(self, task: asyncio.Task[Any]) -> bool:
         hold = self._holds.get(task)
@@ -245,18 +306,18 @@ class Mutex:
         return any(not hold.lost for hold in self._holds.values())
 
     def is_owned_by_current_task(self) -> bool:
-        return self._owned_by(_current_task())
+        return self._owned_by(current_task())
 
     @property
     def hold_count(self) -> int:
         """How many times the calling task holds the lock (0 if it does not)."""
-        hold = self._holds.get(_current_task())
+        hold = self._holds.get(current_task())
         return hold.count if hold is not None else 0
 
     def _caller_hold_or_raise(self) -> _LockHold:
-        hold = self._holds.get(_current_task())
+        hold = self._holds.get(current_task())
         if hold is None:
-            raise NotOwnerError(f"{self.path!r} is not held by the calling task")
+            raise not_owner(self.path)
         if hold.lost:
             raise LockLostError(self.path, hold.reason)
         return hold
@@ -284,9 +345,9 @@ class Mutex:
         The hold is looked up when this is called, so the waiting may be handed
         to another task: ``asyncio.create_task(lock.wait_lost())``.
         """
-        hold = self._holds.get(_current_task())
+        hold = self._holds.get(current_task())
         if hold is None:
-            raise NotOwnerError(f"{self.path!r} is not held by the calling task")
+            raise not_owner(self.path)
         return hold.wait_lost()
 
     def transaction(self) -> FencedTransaction:
@@ -345,6 +406,8 @@ class _SideOfReadWriteLock(Mutex):
 
 class _WriteLock(_SideOfReadWriteLock):
     _lock_name = WRITE_LOCK_NAME
+    # A downgrading writer's read node joins the queue ahead of later writers.
+    _last_blocker_shortcut = False
 
     def _before_acquire(self, task: asyncio.Task[Any]) -> None:
         if self._owner.read_lock._owned_by(task):
@@ -357,7 +420,7 @@ class _WriteLock(_SideOfReadWriteLock):
 class _ReadLock(_SideOfReadWriteLock):
     _lock_name = READ_LOCK_NAME
 
-    def _rule_for(self, task: asyncio.Task[Any]) -> Rule:
+    def _contender_for(self, task: asyncio.Task[Any]) -> Contender:
         writer = self._owner.write_lock
         readers = read_rule(self._lock_names)
 
@@ -367,7 +430,24 @@ class _ReadLock(_SideOfReadWriteLock):
                 return Decision(True)
             return readers(names, me)
 
-        return rule
+        # A downgrade: the writer's read node takes the write node's place in
+        # the queue (same sort key, not a new sequence number), so a writer
+        # queued behind the write node stays behind the read lock once the
+        # write lock is released. Curator does the same since CURATOR-621.
+        suffix: str | None = None
+        write_hold = writer._holds.get(task)
+        if write_hold is not None and not write_hold.lost and write_hold.contender.node:
+            node = write_hold.contender.node
+            suffix = sequence_key(node.rsplit("/", 1)[-1], self._lock_names)
+        return Contender(
+            self._client,
+            self.path,
+            self._lock_name,
+            self._lock_names,
+            rule,
+            self._data,
+            fixed_suffix=suffix,
+        )
 
 
 class ReadWriteLock:

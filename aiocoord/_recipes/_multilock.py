@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 import anyio
+
+from .._exceptions import NotOwnerError
 
 __all__ = ["Lockable", "MultiLock"]
 
@@ -27,13 +30,18 @@ class MultiLock:
     error or cancellation strikes), the ones already taken are released first.
     Give every process the same order, or two of them may each wait on a lock
     the other holds.
+
+    Acquisitions nest like the locks they take: each ``release()`` undoes the
+    calling task's latest ``acquire()``, so reentrant locks are released as
+    many times as they were taken.
     """
 
     def __init__(self, locks: Sequence[Lockable]) -> None:
         if not locks:
             raise ValueError("MultiLock needs at least one lock")
         self._locks = list(locks)
-        self._taken: list[Lockable] = []
+        # Per task, one entry per acquire() not yet released.
+        self._taken: dict[asyncio.Task[Any] | None, list[list[Lockable]]] = {}
 
     async def acquire(self, timeout: float | None = None) -> bool:
         deadline = math.inf if timeout is None else time.monotonic() + timeout
@@ -49,12 +57,25 @@ class MultiLock:
             with anyio.CancelScope(shield=True):
                 await _release_all(taken, suppress=True)
             raise
-        self._taken = taken
+        self._taken.setdefault(asyncio.current_task(), []).append(taken)
         return True
 
+    async def try_acquire(self) -> bool:
+        """Take every lock if each is free now; never wait."""
+        return await self.acquire(0)
+
     async def release(self) -> None:
-        """Release every lock, last taken first; the first error is raised after all tried."""
-        taken, self._taken = self._taken, []
+        """Undo the calling task's latest acquire: every lock, last taken first.
+
+        The first error is raised after all were tried.
+        """
+        task = asyncio.current_task()
+        stack = self._taken.get(task)
+        if not stack:
+            raise NotOwnerError("this MultiLock is not held by the calling task")
+        taken = stack.pop()
+        if not stack:
+            del self._taken[task]
         await _release_all(taken)
 
     async def __aenter__(self) -> MultiLock:

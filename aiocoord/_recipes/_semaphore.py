@@ -4,15 +4,16 @@
 is a Mutex that lets one acquirer at a time count them. Only that acquirer
 watches the leases, so a release wakes one waiter, not all. Safety does not
 rest on the mutex: a lease is granted only when the count, which includes
-every live holder's node, is within ``max_leases``.
+every live holder's node, is within ``max_leases``, on a listing made in the
+session that owns the new lease's node.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import math
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 import anyio
@@ -29,7 +30,7 @@ from ._contenders import (
     retry_on_connection_loss,
 )
 from ._holding import Hold, LossMonitor
-from ._lock import HoldContext, Mutex, default_node_data
+from ._lock import HoldContext, Mutex, current_task, default_node_data
 
 __all__ = ["Semaphore", "SemaphoreLease", "SemaphoreMutex"]
 
@@ -68,13 +69,19 @@ class SemaphoreLease(Hold):
         return f"<SemaphoreLease {self.node!r} {state}>"
 
 
+class _LeaseVanished(Exception):
+    """Our lease node is gone, or the session that owned it is (Curator retries then)."""
+
+
 class Semaphore:
     """At most ``max_leases`` holders at once, across all processes.
 
-    ``async with sem:`` holds one lease for a block; ``acquire(n)`` returns
-    leases to release one by one. A lease is lost with the session (and, under
-    the standard error policy, when the connection is suspended): check
-    ``lease.lost`` or ``await lease.wait_lost()``.
+    ``async with sem:`` holds one lease for a block (each task its own, so
+    many tasks may share one Semaphore object); ``acquire(n)`` returns leases
+    to release one by one. A lease is lost with the session (and, under the
+    standard error policy, when the connection is suspended): check
+    ``lease.lost`` or ``await lease.wait_lost()``. A waiter whose session
+    expired, or whose node somebody deleted, queues again, as Curator's does.
     """
 
     def __init__(
@@ -96,66 +103,104 @@ class Semaphore:
         self._leases_path = f"{path}/{_LEASES}"
         self._mutex = Mutex(client, f"{path}/{_LOCKS}", data=self._data)
         self._monitor = LossMonitor(client, error_policy or client.error_policy)
-        self._held: list[SemaphoreLease] = []
+        self._entered: dict[asyncio.Task[Any], list[SemaphoreLease]] = {}
 
     async def acquire(
         self, n: int = 1, timeout: float | None = None
     ) -> list[SemaphoreLease] | None:
         """Wait for ``n`` leases; None if ``timeout`` passed first (nothing is kept then).
 
+        ``timeout=0`` (as :meth:`try_acquire`) looks once and never waits.
         Leases are taken one at a time; if anything fails part-way, the ones
         already taken are released before the error propagates.
         """
-        if n < 1 or n > self.max_leases:
+        if not isinstance(n, int) or n < 1 or n > self.max_leases:
             raise ValueError(f"n must be between 1 and max_leases ({self.max_leases})")
-        deadline = math.inf if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         leases: list[SemaphoreLease] = []
         try:
             for _ in range(n):
-                remaining = None if timeout is None else max(0.0, deadline - time.monotonic())
-                lease = await self._acquire_one(remaining)
+                lease = await self._acquire_one(deadline)
                 if lease is None:
-                    for taken in reversed(leases):
-                        await taken.release()
+                    await _release_all(leases)
                     return None
                 leases.append(lease)
         except BaseException:
-            for taken in reversed(leases):
-                with contextlib.suppress(Exception):
-                    await taken.release()
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await _release_all(leases)
             raise
         return leases
 
-    async def _acquire_one(self, timeout: float | None) -> SemaphoreLease | None:
-        if not await self._mutex.acquire(timeout):
+    async def try_acquire(self, n: int = 1) -> list[SemaphoreLease] | None:
+        """Take ``n`` leases if they are free now; None (and nothing kept) if not."""
+        return await self.acquire(n, 0)
+
+    async def _acquire_one(self, deadline: float | None) -> SemaphoreLease | None:
+        while True:
+            try:
+                return await self._try_one(deadline)
+            except _LeaseVanished:
+                # Our node went with the session or was deleted: start over,
+                # mutex included (a waiter outside it could starve with others).
+                if deadline is not None and time.monotonic() >= deadline:
+                    return None
+
+    async def _try_one(self, deadline: float | None) -> SemaphoreLease | None:
+        if deadline is not None and deadline <= time.monotonic():
+            # No time to wait: one look, without queueing on the mutex (which
+            # only orders waiters; the count alone keeps leases within bounds).
+            with anyio.move_on_after(self._client.session_timeout):
+                return await self._take_lease(deadline)
             return None
-        node: str | None = None
-        marker = protected_marker()
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if not await self._mutex.acquire(remaining):
+            return None
+        lease: SemaphoreLease | None = None
         try:
-            with anyio.move_on_after(None if timeout is None else max(0.0, timeout)) as scope:
-                node = await self._create_lease(marker)
-                await self._wait_for_room(node)
-            if scope.cancelled_caught:
-                await self._drop(node, marker)
-                return None
+            lease = await self._take_lease(deadline)
+        finally:
+            try:
+                await self._mutex.release()
+            except BaseException:
+                if lease is not None:
+                    await lease.release()
+                raise
+        return lease
+
+    async def _take_lease(self, deadline: float | None) -> SemaphoreLease | None:
+        """Create a lease node and wait for room: the lease, or None at ``deadline``.
+
+        Raises _LeaseVanished (with the node cleaned up) if the node is lost.
+        """
+        marker = protected_marker()
+        node: str | None = None
+        try:
+            node, owner = await self._create_lease(marker)
+            if await self._wait_for_room(node, owner, deadline):
+                # Registered before any await: the monitor sees every
+                # transition after the listing that granted the lease.
+                lease = SemaphoreLease(self, node)
+                self._monitor.add(lease, owner)
+                return lease
+        except SessionExpiredError:
+            await self._drop(node, marker)
+            raise _LeaseVanished from None
         except BaseException:
             await self._drop(node, marker)
             raise
-        finally:
-            await self._mutex.release()
-        assert node is not None
-        lease = SemaphoreLease(self, node)
-        self._monitor.add(lease)
-        return lease
+        await self._drop(node, marker)
+        return None
 
-    async def _create_lease(self, marker: str) -> str:
+    async def _create_lease(self, marker: str) -> tuple[str, int]:
+        """Create our lease node; return it and the session that owns it."""
         client = self._client
         target = f"{self._leases_path}/{marker}{_LEASE_NAME}"
         while True:
             try:
-                return await client.create(
+                node, stat = await client.create_with_stat(
                     target, self._data, ephemeral=True, sequential=True, container_parents=True
                 )
+                return node, stat.ephemeral_owner
             except ConnectionLossError as error:
                 if not error.sent:
                     continue
@@ -163,9 +208,11 @@ class Semaphore:
                     client, lambda: client.find_protected(self._leases_path, marker)
                 )
                 if found is not None:
-                    return found[0]
+                    return found[0], found[1].ephemeral_owner
 
-    async def _wait_for_room(self, node: str) -> None:
+    async def _wait_for_room(self, node: str, owner: int, deadline: float | None) -> bool:
+        """True once the leases, ours among them, are within ``max_leases``; False at
+        ``deadline`` (at once if it has passed: one look)."""
         client = self._client
         name = _paths.basename(node)
         while True:
@@ -173,11 +220,19 @@ class Semaphore:
                 client, lambda: client.watch_children(self._leases_path)
             )
             try:
-                if name not in names:
-                    raise SessionExpiredError(f"lease node {node!r} vanished while waiting")
+                # A listing from another session than our node's says nothing
+                # of our node: it may have expired with its session.
+                if client.session_id != owner or name not in names:
+                    raise _LeaseVanished
                 if len(names) <= self.max_leases:
-                    return
-                await watch
+                    return True
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                with anyio.move_on_after(remaining) as scope:
+                    await watch
+                if scope.cancelled_caught:
+                    return False
             finally:
                 watch.cancel()
 
@@ -187,11 +242,16 @@ class Semaphore:
     async def __aenter__(self) -> SemaphoreLease:
         leases = await self.acquire(1)
         assert leases is not None
-        self._held.append(leases[0])
+        self._entered.setdefault(current_task(), []).append(leases[0])
         return leases[0]
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self._held.pop().release()
+        task = current_task()
+        stack = self._entered[task]
+        lease = stack.pop()
+        if not stack:
+            del self._entered[task]
+        await lease.release()
 
     async def lease_nodes(self) -> list[str]:
         """Names of the lease nodes that exist now (live holders, and waiters counting)."""
@@ -201,11 +261,18 @@ class Semaphore:
             return []
 
 
+async def _release_all(leases: Sequence[SemaphoreLease]) -> None:
+    for lease in reversed(leases):
+        await lease.release()
+
+
 class SemaphoreMutex:
     """A non-reentrant lock (Curator's InterProcessSemaphoreMutex): a one-lease semaphore.
 
-    Unlike :class:`Mutex`, it is not owned by a task: any task may release it,
-    and the holder acquiring again waits (for itself) like anyone else.
+    Unlike :class:`Mutex`, it is not owned by a task: the holder acquiring
+    again waits (for itself) like anyone else, and another task may release
+    it. ``release()`` gives back the calling task's lease, or, from a task
+    that took none, the one lease this object holds.
     """
 
     def __init__(
@@ -218,34 +285,55 @@ class SemaphoreMutex:
     ) -> None:
         self._semaphore = Semaphore(client, path, 1, data=data, error_policy=error_policy)
         self.path = path
-        self._lease: SemaphoreLease | None = None
+        # Leases by the task that took them: a lease lost with its session must
+        # not be mistaken for the one another task took after it.
+        self._leases: dict[asyncio.Task[Any], SemaphoreLease] = {}
 
     async def acquire(self, timeout: float | None = None) -> bool:
+        """Wait for the lock; False if ``timeout`` passed (``0``: try once)."""
         leases = await self._semaphore.acquire(1, timeout)
         if leases is None:
             return False
-        self._lease = leases[0]
+        previous = self._leases.get(current_task())
+        if previous is not None:
+            # With one lease, a new grant means the previous lease's node is
+            # gone: it was lost, and there is nothing left of it to release.
+            self._semaphore._monitor.discard(previous)
+        self._leases[current_task()] = leases[0]
         return True
 
+    async def try_acquire(self) -> bool:
+        """Take the lock if it is free now; never wait."""
+        return await self.acquire(0)
+
+    def _lease_for_caller(self) -> SemaphoreLease | None:
+        lease = self._leases.get(current_task())
+        if lease is None and len(self._leases) == 1:
+            lease = next(iter(self._leases.values()))
+        return lease
+
     async def release(self) -> None:
-        lease = self._lease
+        lease = self._lease_for_caller()
         if lease is None:
             raise NotOwnerError(f"{self.path!r} is not held")
         await lease.release()
-        self._lease = None
+        for task, held in list(self._leases.items()):
+            if held is lease:
+                del self._leases[task]
 
     @property
     def is_held(self) -> bool:
-        return self._lease is not None and not self._lease.lost
+        return any(not lease.lost for lease in self._leases.values())
 
     def _hold_of_caller(self) -> Hold | None:
-        return self._lease
+        return self._lease_for_caller()
 
     def wait_lost(self) -> Coroutine[Any, Any, None]:
         """Wait until the held lease is lost (NotOwnerError if not held)."""
-        if self._lease is None:
+        lease = self._lease_for_caller()
+        if lease is None:
             raise NotOwnerError(f"{self.path!r} is not held")
-        return self._lease.wait_lost()
+        return lease.wait_lost()
 
     def hold(self, *, cancel_on_loss: bool = True, timeout: float | None = None) -> HoldContext:
         return HoldContext(self, cancel_on_loss=cancel_on_loss, timeout=timeout)

@@ -1,0 +1,366 @@
+"""Races in which two holders could coexist, each forced into its worst interleaving.
+
+Every test here failed before the fix it guards. Where a race needs a precise
+schedule (a session expiring between two steps of an acquire), the test wraps
+the one client call at that step and injects the fault there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import pytest
+
+import aiocoord
+from aiocoord import (
+    ConnectionState,
+    MultiLock,
+    Mutex,
+    NotOwnerError,
+    ReadWriteLock,
+    Semaphore,
+    SemaphoreMutex,
+)
+from aiocoord._recipes._contenders import WRITE_LOCK_NAME, mutex_rule
+from aiocoord.testing import TcpProxy, expire_session
+
+pytestmark = pytest.mark.timeout(120)
+
+ClientFactory = Callable[..., aiocoord.Client]
+
+
+async def started(factory: ClientFactory, n: int, **kwargs: object) -> list[aiocoord.Client]:
+    clients = [factory(**kwargs) for _ in range(n)]
+    await asyncio.gather(*(c.start() for c in clients))
+    return clients
+
+
+class Section:
+    """A critical section that records every entry made while someone else was inside."""
+
+    def __init__(self) -> None:
+        self.inside: set[str] = set()
+        self.violations: list[tuple[str, set[str]]] = []
+        self.entered: dict[str, asyncio.Event] = {}
+        self.leave: dict[str, asyncio.Event] = {}
+
+    def expect(self, name: str) -> None:
+        self.entered[name] = asyncio.Event()
+        self.leave[name] = asyncio.Event()
+
+    async def run(self, lock: Any, name: str) -> None:
+        async with lock:
+            if self.inside:
+                self.violations.append((name, set(self.inside)))
+            self.inside.add(name)
+            self.entered[name].set()
+            await self.leave[name].wait()
+            self.inside.discard(name)
+
+
+async def _waiter_and_third_never_overlap(
+    holder_client: aiocoord.Client,
+    waiter_client: aiocoord.Client,
+    third_client: aiocoord.Client,
+    fault: Callable[[], Awaitable[None]],
+    children_reach: Any,
+    state_log: Any,
+) -> None:
+    """A holder, a waiter whose session ``fault`` expires just before its first
+    watch request, and a third client that queues after the expiry: when the
+    holder releases, the waiter and the third must take turns."""
+    waiter_states = state_log(waiter_client)
+    holder = Mutex(holder_client, "/lock")
+    assert await holder.acquire()
+
+    real_watch_exists = waiter_client.watch_exists
+    calls = 0
+
+    async def fault_before_first_watch(path: str) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            await fault()
+        return await real_watch_exists(path)
+
+    waiter_client.watch_exists = fault_before_first_watch  # type: ignore[method-assign]
+    section = Section()
+    section.expect("waiter")
+    section.expect("third")
+    waiter = asyncio.create_task(section.run(Mutex(waiter_client, "/lock"), "waiter"))
+    await waiter_states.wait_for(ConnectionState.LOST)
+    third = asyncio.create_task(section.run(Mutex(third_client, "/lock"), "third"))
+    # The holder, the third client, and the waiter queued again in its new session.
+    await children_reach(holder_client, "/lock", 3)
+    await holder.release()
+
+    await section.entered["third"].wait()
+    section.leave["third"].set()
+    await section.entered["waiter"].wait()
+    section.leave["waiter"].set()
+    await asyncio.gather(waiter, third)
+    assert section.violations == []
+
+
+async def test_a_waiter_whose_session_expired_mid_wait_never_holds_alongside_another(
+    client_factory: ClientFactory, children_reach, state_log
+) -> None:
+    """Item 1: the waiter's next request runs in a new session, after the old one
+    (and the waiter's node) expired; its decision must not rest on that reply."""
+    holder_client, waiter_client, third_client = await started(client_factory, 3)
+
+    async def expire() -> None:
+        await expire_session(waiter_client)
+
+    await _waiter_and_third_never_overlap(
+        holder_client, waiter_client, third_client, expire, children_reach, state_log
+    )
+
+
+async def test_a_waiters_request_in_flight_when_its_session_expires(
+    zookeeper: Any, client_factory: ClientFactory, children_reach, state_log
+) -> None:
+    """Item 1 as it was seen: the waiter's exists request is on the wire (held by a
+    proxy) when the session expires, fails with a connection loss, and is retried
+    in the new session."""
+    host, port = zookeeper.connect_string.rsplit(":", 1)
+    server = (host, int(port))
+    holder_client, third_client = await started(client_factory, 2)
+    async with TcpProxy(*server) as proxy:
+        waiter_client = aiocoord.connect(proxy.connect_string, namespace=zookeeper.namespace)
+        async with waiter_client:
+
+            async def stall_and_expire() -> None:
+                proxy.hold()
+                await expire_session(waiter_client, address=server, wait=False)
+                # The request is written into the held proxy before this runs.
+                asyncio.get_running_loop().call_soon(proxy.release)
+
+            await _waiter_and_third_never_overlap(
+                holder_client,
+                waiter_client,
+                third_client,
+                stall_and_expire,
+                children_reach,
+                state_log,
+            )
+
+
+async def test_a_lease_granted_while_the_session_expires_is_reported_lost(
+    client_factory: ClientFactory,
+) -> None:
+    """Item 2: LOST then CONNECTED between the room check and the lease's
+    registration must not go unseen."""
+    a, b = await started(client_factory, 2)
+    sem = Semaphore(a, "/sem", 1)
+    real_release = sem._mutex.release
+
+    async def expire_then_release() -> None:
+        await expire_session(a)  # returns once a new session is CONNECTED
+        await real_release()
+
+    sem._mutex.release = expire_then_release  # type: ignore[method-assign]
+    leases = await sem.acquire()
+    assert leases is not None
+    assert leases[0].lost, "the lease's node went with the session"
+    other = await Semaphore(b, "/sem", 1).acquire(timeout=10)
+    assert other is not None
+    await other[0].release()
+    await leases[0].release()
+
+
+async def test_tasks_sharing_a_semaphore_each_release_their_own_lease(
+    coord: aiocoord.Client,
+) -> None:
+    """Item 3: leaving ``async with sem`` releases the leaving task's lease only."""
+    sem = Semaphore(coord, "/shared", 2)
+    a_in, b_in, a_out, b_out = (asyncio.Event() for _ in range(4))
+    nodes: dict[str, str] = {}
+
+    async def holder(name: str, entered: asyncio.Event, leave: asyncio.Event) -> None:
+        async with sem as lease:
+            nodes[name] = lease.node
+            entered.set()
+            await leave.wait()
+            # Still ours while we are inside, whatever other tasks did.
+            assert await coord.exists(lease.node) is not None
+
+    task_a = asyncio.create_task(holder("a", a_in, a_out))
+    await a_in.wait()
+    task_b = asyncio.create_task(holder("b", b_in, b_out))
+    await b_in.wait()
+    a_out.set()
+    await task_a
+    assert await coord.exists(nodes["a"]) is None
+    assert await coord.exists(nodes["b"]) is not None
+    b_out.set()
+    await task_b
+    assert await sem.lease_nodes() == []
+
+
+async def test_a_downgraded_read_lock_keeps_a_queued_writer_out(
+    client_factory: ClientFactory, children_reach
+) -> None:
+    """Item 4 (Curator's CURATOR-621): write, read, release write; a writer queued
+    meanwhile must wait for the read lock too."""
+    a, b = await started(client_factory, 2)
+    lock_a = ReadWriteLock(a, "/rw")
+    lock_b = ReadWriteLock(b, "/rw")
+    assert await lock_a.write_lock.acquire()
+    reading = True
+    writer_saw_reading: list[bool] = []
+
+    async def second_writer() -> None:
+        assert await lock_b.write_lock.acquire()
+        writer_saw_reading.append(reading)
+        await lock_b.write_lock.release()
+
+    task = asyncio.create_task(second_writer())
+    await children_reach(a, "/rw", 2)  # the second writer is queued
+    assert await lock_a.read_lock.acquire()
+    await lock_a.write_lock.release()
+
+    names = await a.children("/rw")
+    second = next(n for n in names if WRITE_LOCK_NAME in n)
+    rule = mutex_rule(1, (WRITE_LOCK_NAME, "__READ__"))
+    assert not rule(names, second).holds, names
+
+    reading = False
+    await lock_a.read_lock.release()
+    await task
+    assert writer_saw_reading == [False]
+
+
+async def test_nested_multi_lock_acquisitions_release_every_hold(
+    client_factory: ClientFactory,
+) -> None:
+    """Item 5: three acquires and three releases leave nothing held."""
+    a, b = await started(client_factory, 2)
+    first, second = Mutex(a, "/m1"), Mutex(a, "/m2")
+    multi = MultiLock([first, second])
+    for _ in range(3):
+        assert await multi.acquire()
+    assert first.hold_count == 3
+    for _ in range(3):
+        await multi.release()
+    assert first.hold_count == 0 and second.hold_count == 0
+    with pytest.raises(NotOwnerError):
+        await multi.release()
+    other = MultiLock([Mutex(b, "/m1"), Mutex(b, "/m2")])
+    assert await other.try_acquire()
+    await other.release()
+
+
+async def test_a_semaphore_waiter_whose_session_expired_queues_again(
+    client_factory: ClientFactory, children_reach
+) -> None:
+    """Item 6: the waiter is not failed with SessionExpiredError; it waits on."""
+    a, b = await started(client_factory, 2)
+    held = await Semaphore(b, "/sem", 1).acquire()
+    assert held is not None
+    waiting = asyncio.create_task(Semaphore(a, "/sem", 1).acquire())
+    await children_reach(b, "/sem/leases", 2)
+    await expire_session(a)
+    await children_reach(b, "/sem/leases", 2)  # queued again in the new session
+    await held[0].release()
+    leases = await waiting
+    assert leases is not None and not leases[0].lost
+    assert await b.exists(leases[0].node) is not None
+    await leases[0].release()
+
+
+async def test_a_semaphore_waiter_whose_node_was_deleted_queues_again(
+    client_factory: ClientFactory, children_reach
+) -> None:
+    a, b = await started(client_factory, 2)
+    held = await Semaphore(b, "/sem", 1).acquire()
+    assert held is not None
+    waiting = asyncio.create_task(Semaphore(a, "/sem", 1).acquire())
+    names = await children_reach(b, "/sem/leases", 2)
+    theirs = next(n for n in names if n != held[0].node.rsplit("/", 1)[1])
+    await b.delete(f"/sem/leases/{theirs}")
+    changes = b.children_changes("/sem/leases")
+    async for current in changes:  # wait for the replacement node
+        if current and len(current) == 2 and theirs not in current:
+            break
+    await changes.aclose()
+    await held[0].release()
+    leases = await waiting
+    assert leases is not None and not leases[0].lost
+    await leases[0].release()
+
+
+@pytest.mark.parametrize("kind", ["mutex", "write", "read", "semaphore_mutex", "multi"])
+async def test_a_zero_timeout_tries_exactly_once(
+    client_factory: ClientFactory, children_of, kind: str
+) -> None:
+    """Item 7: ``acquire(timeout=0)`` and ``try_acquire()`` take a free lock, and
+    return False on a held one, leaving no node behind."""
+    a, b = await started(client_factory, 2)
+
+    def make(client: aiocoord.Client) -> Any:
+        if kind == "mutex":
+            return Mutex(client, "/try")
+        if kind == "write":
+            return ReadWriteLock(client, "/try").write_lock
+        if kind == "read":
+            return ReadWriteLock(client, "/try").read_lock
+        if kind == "semaphore_mutex":
+            return SemaphoreMutex(client, "/try")
+        return MultiLock([Mutex(client, "/try"), Mutex(client, "/try2")])
+
+    first = make(a)
+    assert await first.acquire(timeout=0)
+    blocker = ReadWriteLock(b, "/try").write_lock if kind == "read" else make(b)
+    assert not await blocker.try_acquire()
+    assert not await blocker.acquire(timeout=0)
+    await first.release()
+    assert await first.try_acquire()
+    await first.release()
+    assert await children_of(a, "/try") == [] or kind == "semaphore_mutex"
+
+
+async def test_semaphore_zero_timeout(client_factory: ClientFactory) -> None:
+    a, b = await started(client_factory, 2)
+    sem = Semaphore(a, "/sem", 2)
+    leases = await sem.acquire(2, timeout=0)
+    assert leases is not None and len(leases) == 2
+    assert await Semaphore(b, "/sem", 2).try_acquire() is None
+    await leases[0].release()
+    more = await Semaphore(b, "/sem", 2).try_acquire()
+    assert more is not None
+    await more[0].release()
+    await leases[1].release()
+    assert await sem.lease_nodes() == []
+
+
+async def test_a_lock_acquired_by_a_task_that_ends_is_released(
+    client_factory: ClientFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Item 11: on Python 3.11, ``asyncio.wait_for`` acquires in a task of its own."""
+    a, b = await started(client_factory, 2)
+    lock = Mutex(a, "/orphan")
+    await asyncio.create_task(lock.acquire())  # the acquiring task ends holding it
+    with pytest.raises(NotOwnerError, match="wait_for"):
+        await lock.release()
+    with anyio.fail_after(10):
+        async with lock:  # no hang: the orphaned hold was released
+            pass
+        async with Mutex(b, "/orphan"):
+            pass
+    assert "ended while holding the lock" in caplog.text
+
+
+async def test_wait_for_on_an_acquire_does_not_leave_the_lock_held_forever(
+    client_factory: ClientFactory,
+) -> None:
+    a, b = await started(client_factory, 2)
+    lock = Mutex(a, "/orphan")
+    assert await asyncio.wait_for(lock.acquire(), 5)
+    other = Mutex(b, "/orphan")
+    with anyio.fail_after(10):
+        assert await other.acquire()
+    await other.release()
