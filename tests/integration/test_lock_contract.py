@@ -1,0 +1,200 @@
+"""One contract, every exclusive holder: the behaviours Curator's mutex test base and
+kazoo's lock tests ask of a lock, run over each holder type aiocoord offers.
+
+Mutex, the write side of a ReadWriteLock, SemaphoreMutex, a one-lease Semaphore
+and a MultiLock all promise the same things: one holder at a time (also when
+many tasks share one recipe object), a timeout that leaves nothing behind, a
+zero timeout that tries once, cancellation that leaves nothing behind, a holder
+that learns it lost the lock when its session expires, and the lock passing on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import pytest
+
+import aiocoord
+from aiocoord import (
+    LockLostError,
+    MultiLock,
+    Mutex,
+    ReadWriteLock,
+    Semaphore,
+    SemaphoreMutex,
+)
+from aiocoord.testing import expire_session
+
+pytestmark = pytest.mark.timeout(120)
+
+ClientFactory = Callable[..., aiocoord.Client]
+
+
+class _OneLease:
+    """A one-lease Semaphore behind the lock interface (acquire/release/async with)."""
+
+    def __init__(self, client: aiocoord.Client, path: str) -> None:
+        self._semaphore = Semaphore(client, path, 1)
+        self._leases: dict[asyncio.Task[Any] | None, aiocoord.SemaphoreLease] = {}
+
+    async def acquire(self, timeout: float | None = None) -> bool:
+        leases = await self._semaphore.acquire(1, timeout)
+        if leases is None:
+            return False
+        self._leases[asyncio.current_task()] = leases[0]
+        return True
+
+    async def try_acquire(self) -> bool:
+        return await self.acquire(0)
+
+    async def release(self) -> None:
+        await self._leases.pop(asyncio.current_task()).release()
+
+    async def wait_lost(self) -> None:
+        await self._leases[asyncio.current_task()].wait_lost()
+
+    async def __aenter__(self) -> _OneLease:
+        await self.acquire()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.release()
+
+
+KINDS: dict[str, Callable[[aiocoord.Client, str], Any]] = {
+    "mutex": Mutex,
+    "write_lock": lambda c, p: ReadWriteLock(c, p).write_lock,
+    "semaphore_mutex": SemaphoreMutex,
+    "one_lease_semaphore": _OneLease,
+    "multi_lock": lambda c, p: MultiLock([Mutex(c, p + "-a"), Mutex(c, p)]),
+}
+
+
+@pytest.fixture(params=sorted(KINDS))
+def make_lock(request: pytest.FixtureRequest) -> Callable[[aiocoord.Client, str], Any]:
+    return KINDS[request.param]
+
+
+async def started(factory: ClientFactory, n: int) -> list[aiocoord.Client]:
+    clients = [factory() for _ in range(n)]
+    await asyncio.gather(*(c.start() for c in clients))
+    return clients
+
+
+async def nodes_under(client: aiocoord.Client, path: str) -> list[str]:
+    """Every node below ``path`` (recursively), for leak checks."""
+    try:
+        children = await client.children(path)
+    except aiocoord.NoNodeError:
+        return []
+    found: list[str] = []
+    for child in children:
+        found.append(f"{path}/{child}")
+        found += await nodes_under(client, f"{path}/{child}")
+    return found
+
+
+async def contender_nodes(client: aiocoord.Client) -> list[str]:
+    """Ephemeral nodes under the test's lock paths: what a contender leaves."""
+    ephemeral = []
+    for root in ("/lock", "/lock-a"):
+        for node in await nodes_under(client, root):
+            stat = await client.exists(node)
+            if stat is not None and stat.is_ephemeral:
+                ephemeral.append(node)
+    return ephemeral
+
+
+async def test_one_holder_at_a_time_across_clients_and_shared_objects(
+    client_factory: ClientFactory, make_lock
+) -> None:
+    clients = await started(client_factory, 3)
+    inside = 0
+    most = 0
+    entries = 0
+
+    async def worker(lock: Any) -> None:
+        nonlocal inside, most, entries
+        for _ in range(4):
+            async with lock:
+                inside += 1
+                entries += 1
+                most = max(most, inside)
+                await asyncio.sleep(0)
+                await asyncio.sleep(0)
+                inside -= 1
+
+    # Three tasks share each client's one lock object, as handlers of a web app do.
+    locks = [make_lock(c, "/lock") for c in clients]
+    await asyncio.gather(*(worker(lock) for lock in locks for _ in range(3)))
+    assert (entries, most) == (3 * 3 * 4, 1)
+    assert await contender_nodes(clients[0]) == []
+
+
+async def test_timeout_returns_false_and_leaves_no_node(
+    client_factory: ClientFactory, make_lock
+) -> None:
+    a, b = await started(client_factory, 2)
+    holder = make_lock(a, "/lock")
+    assert await holder.acquire()
+    before = await contender_nodes(a)
+    assert not await make_lock(b, "/lock").acquire(timeout=0.2)
+    assert not await make_lock(b, "/lock").try_acquire()
+    assert await contender_nodes(a) == before
+    await holder.release()
+    assert await contender_nodes(a) == []
+
+
+async def test_cancelled_waiter_leaves_no_node_and_the_lock_passes_on(
+    client_factory: ClientFactory, make_lock
+) -> None:
+    a, b, c = await started(client_factory, 3)
+    holder = make_lock(a, "/lock")
+    assert await holder.acquire()
+    before = await contender_nodes(a)
+    waiter = asyncio.create_task(make_lock(b, "/lock").acquire())
+    changes = a.children_changes("/lock")
+    async for names in changes:  # the waiter is queued
+        if names is not None and len(await contender_nodes(a)) > len(before):
+            break
+    await changes.aclose()
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert await contender_nodes(a) == before
+    await holder.release()
+    with anyio.fail_after(10):
+        async with make_lock(c, "/lock"):
+            pass
+
+
+async def test_a_holder_whose_session_expires_learns_it_and_the_lock_passes_on(
+    client_factory: ClientFactory, make_lock
+) -> None:
+    a, b = await started(client_factory, 2)
+    holder = make_lock(a, "/lock")
+    assert await holder.acquire()
+    waiter = asyncio.create_task(make_lock(b, "/lock").acquire())
+    await expire_session(a)
+    with anyio.fail_after(10):
+        if isinstance(holder, MultiLock):
+            for lock in holder._locks:
+                await lock.wait_lost()  # type: ignore[attr-defined]
+        else:
+            await holder.wait_lost()
+        assert await waiter
+    await holder.release()  # releasing a lost lock is allowed and deletes nothing
+
+
+async def test_hold_cancels_the_body_when_the_lock_is_lost(coord: aiocoord.Client) -> None:
+    for lock in (Mutex(coord, "/lock"), SemaphoreMutex(coord, "/lock2")):
+        reached_end = False
+        with pytest.raises(LockLostError):
+            async with lock.hold(cancel_on_loss=True):
+                await expire_session(coord)
+                await asyncio.Event().wait()  # cancelled by the loss
+                reached_end = True
+        assert not reached_end
