@@ -212,6 +212,29 @@ def _bound(port: int) -> Iterator[socket.socket]:
         sock.close()
 
 
+def _wait_until_stopped(pid: int, timeout: float = 2.0) -> None:
+    """Return once every thread of ``pid`` has stopped (Linux's /proc; elsewhere at once).
+
+    SIGSTOP is delivered to each thread on its own; a JVM thread busy in a
+    system call (a disk sync, say) may serve a little longer, and a test that
+    pauses a server must not see it answer afterwards.
+    """
+    tasks = f"/proc/{pid}/task"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            states = []
+            for tid in os.listdir(tasks):
+                with open(f"{tasks}/{tid}/stat") as stat:
+                    # The state follows the command name, which is in parentheses.
+                    states.append(stat.read().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            return  # no /proc, or the process is gone
+        if all(state in "TtZX" for state in states):
+            return
+        time.sleep(0.001)
+
+
 def _free_ports(count: int) -> list[int]:
     """Pick *count* distinct free loopback ports.
 
@@ -659,6 +682,7 @@ class ZooKeeperServer:
         """Freeze the JVM (SIGSTOP): connections stay open but nothing is answered."""
         proc = self._require_running()
         proc.send_signal(signal.SIGSTOP)
+        _wait_until_stopped(proc.pid)
         self._paused = True
 
     def resume(self) -> None:
