@@ -342,11 +342,12 @@ class Contender:
             if me not in names:
                 raise _NodeVanished
             decision = self._rule(names, me)
-            names = None  # a long queue's listing must not live on while we wait
             if decision.holds:
                 return True
             if look_only:
+                self._listing = names  # the wait that follows starts from this look
                 return False
+            names = None  # a long queue's listing must not live on while we wait
             assert decision.watch is not None
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:

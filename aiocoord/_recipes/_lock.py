@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from .. import _paths
 from .._exceptions import (
     DeadlockError,
     LockLostError,
@@ -30,6 +31,7 @@ from ._contenders import (
     WRITE_LOCK_NAME,
     Contender,
     Decision,
+    Rule,
     cleanup_scope,
     mutex_rule,
     read_rule,
@@ -182,13 +184,17 @@ class Mutex:
     # --- acquiring ----------------------------------------------------------------
 
     def _contender_for(self, task: asyncio.Task[Any]) -> Contender:
+        return self._contender(self._mutex_rule)
+
+    def _contender(self, rule: Rule, fixed_suffix: str | None = None) -> Contender:
         return Contender(
             self._client,
             self.path,
             self._lock_name,
             self._lock_names,
-            self._mutex_rule,
+            rule,
             self._data,
+            fixed_suffix=fixed_suffix,
             last_blocker_shortcut=self._last_blocker_shortcut,
         )
 
@@ -437,17 +443,8 @@ class _ReadLock(_SideOfReadWriteLock):
         suffix: str | None = None
         write_hold = writer._holds.get(task)
         if write_hold is not None and not write_hold.lost and write_hold.contender.node:
-            node = write_hold.contender.node
-            suffix = sequence_key(node.rsplit("/", 1)[-1], self._lock_names)
-        return Contender(
-            self._client,
-            self.path,
-            self._lock_name,
-            self._lock_names,
-            rule,
-            self._data,
-            fixed_suffix=suffix,
-        )
+            suffix = sequence_key(_paths.basename(write_hold.contender.node), self._lock_names)
+        return self._contender(rule, suffix)
 
 
 class ReadWriteLock:
