@@ -1,17 +1,22 @@
 """aiocoord: asyncio-native distributed coordination on Apache ZooKeeper."""
 
+from types import FunctionType as _FunctionType
+
 from ._exceptions import APIError as APIError
 from ._exceptions import AuthFailedError as AuthFailedError
 from ._exceptions import BadArgumentsError as BadArgumentsError
 from ._exceptions import BadVersionError as BadVersionError
+from ._exceptions import BoundExceededError as BoundExceededError
 from ._exceptions import ClientClosedError as ClientClosedError
 from ._exceptions import ConnectionLossError as ConnectionLossError
 from ._exceptions import CoordinationError as CoordinationError
 from ._exceptions import CorruptValueError as CorruptValueError
+from ._exceptions import CounterOverflowError as CounterOverflowError
 from ._exceptions import DataTooLargeError as DataTooLargeError
 from ._exceptions import DeadlockError as DeadlockError
 from ._exceptions import InvalidACLError as InvalidACLError
 from ._exceptions import InvalidPathError as InvalidPathError
+from ._exceptions import LeaseHeldError as LeaseHeldError
 from ._exceptions import LockLostError as LockLostError
 from ._exceptions import NoAuthError as NoAuthError
 from ._exceptions import NoChildrenForEphemeralsError as NoChildrenForEphemeralsError
@@ -21,6 +26,7 @@ from ._exceptions import NotEmptyError as NotEmptyError
 from ._exceptions import NotOwnerError as NotOwnerError
 from ._exceptions import NotReadOnlyError as NotReadOnlyError
 from ._exceptions import OperationTimeoutError as OperationTimeoutError
+from ._exceptions import OutcomeUnknownError as OutcomeUnknownError
 from ._exceptions import OwnershipError as OwnershipError
 from ._exceptions import SessionError as SessionError
 from ._exceptions import SessionExpiredError as SessionExpiredError
@@ -29,13 +35,11 @@ from ._exceptions import TTLNodesDisabledError as TTLNodesDisabledError
 from ._exceptions import UnimplementedError as UnimplementedError
 from ._exceptions import ZooKeeperError as ZooKeeperError
 from ._recipes._counter import AtomicBytes as AtomicBytes
+from ._recipes._counter import AtomicFailure as AtomicFailure
 from ._recipes._counter import AtomicInt as AtomicInt
 from ._recipes._counter import AtomicLong as AtomicLong
 from ._recipes._counter import AtomicStats as AtomicStats
 from ._recipes._counter import AtomicValue as AtomicValue
-from ._recipes._counter import BoundExceededError as BoundExceededError
-from ._recipes._counter import CounterOverflowError as CounterOverflowError
-from ._recipes._counter import OutcomeUnknownError as OutcomeUnknownError
 from ._recipes._counter import PromotedToLock as PromotedToLock
 from ._recipes._lease import Lease as Lease
 from ._recipes._lock import FencedTransaction as FencedTransaction
@@ -50,12 +54,15 @@ from ._recipes._semaphore import SemaphoreLease as SemaphoreLease
 from ._recipes._semaphore import SemaphoreMutex as SemaphoreMutex
 from ._recipes._shared_count import SharedCount as SharedCount
 from ._recipes._shared_count import VersionedValue as VersionedValue
+from ._session._batch import Fence as Fence
 from ._session._batch import Pipeline as Pipeline
 from ._session._batch import Transaction as Transaction
 from ._session._broadcast import Subscription as Subscription
 from ._session._client import Client as Client
 from ._session._client import StateChanges as StateChanges
 from ._session._client import connect as connect
+from ._session._options import ClientOptions as ClientOptions
+from ._session._requests import CreateOptions as CreateOptions
 from ._session._retry import BoundedExponentialBackoff as BoundedExponentialBackoff
 from ._session._retry import ExponentialBackoff as ExponentialBackoff
 from ._session._retry import RetryForever as RetryForever
@@ -66,11 +73,13 @@ from ._session._state import ConnectionState as ConnectionState
 from ._session._state import ErrorPolicy as ErrorPolicy
 from ._session._state import SessionErrorPolicy as SessionErrorPolicy
 from ._session._state import StandardErrorPolicy as StandardErrorPolicy
+from ._session._watch import PersistentWatch as PersistentWatch
 from ._session._watch import Watch as Watch
 from ._types import ACL as ACL
 from ._types import CREATOR_ALL_ACL as CREATOR_ALL_ACL
 from ._types import OPEN_ACL_UNSAFE as OPEN_ACL_UNSAFE
 from ._types import READ_ACL_UNSAFE as READ_ACL_UNSAFE
+from ._types import Codec as Codec
 from ._types import EventType as EventType
 from ._types import Perm as Perm
 from ._types import Stat as Stat
@@ -87,6 +96,7 @@ __all__ = [
     "READ_ACL_UNSAFE",
     "APIError",
     "AtomicBytes",
+    "AtomicFailure",
     "AtomicInt",
     "AtomicLong",
     "AtomicStats",
@@ -98,21 +108,26 @@ __all__ = [
     "BoundedExponentialBackoff",
     "Client",
     "ClientClosedError",
+    "ClientOptions",
+    "Codec",
     "ConnectionLossError",
     "ConnectionState",
     "CoordinationError",
     "CorruptValueError",
     "CounterOverflowError",
+    "CreateOptions",
     "DataTooLargeError",
     "DeadlockError",
     "ErrorPolicy",
     "EventType",
     "ExponentialBackoff",
+    "Fence",
     "FencedTransaction",
     "HoldContext",
     "InvalidACLError",
     "InvalidPathError",
     "Lease",
+    "LeaseHeldError",
     "LockLostError",
     "Lockable",
     "MultiLock",
@@ -129,6 +144,7 @@ __all__ = [
     "OwnershipError",
     "Participant",
     "Perm",
+    "PersistentWatch",
     "Pipeline",
     "PromotedToLock",
     "ReadWriteLock",
@@ -159,3 +175,11 @@ __all__ = [
     "digest_acl",
     "digest_id",
 ]
+
+# Public classes and functions say they live here (in reprs, docs and pickles),
+# not in the private module that defines them.
+for _name in __all__:
+    _value = globals()[_name]
+    if isinstance(_value, type | _FunctionType) and _value.__module__.startswith(__name__ + "."):
+        _value.__module__ = __name__
+del _name, _value, _FunctionType

@@ -12,14 +12,17 @@ __all__ = [
     "AuthFailedError",
     "BadArgumentsError",
     "BadVersionError",
+    "BoundExceededError",
     "ClientClosedError",
     "ConnectionLossError",
     "CoordinationError",
     "CorruptValueError",
+    "CounterOverflowError",
     "DataTooLargeError",
     "DeadlockError",
     "InvalidACLError",
     "InvalidPathError",
+    "LeaseHeldError",
     "LockLostError",
     "NoAuthError",
     "NoChildrenForEphemeralsError",
@@ -29,6 +32,7 @@ __all__ = [
     "NotOwnerError",
     "NotReadOnlyError",
     "OperationTimeoutError",
+    "OutcomeUnknownError",
     "OwnershipError",
     "SessionError",
     "SessionExpiredError",
@@ -76,6 +80,19 @@ class OperationTimeoutError(CoordinationError, TimeoutError):
     """A deadline given to aiocoord (``timeout=``) passed before the work was done."""
 
 
+class OutcomeUnknownError(ConnectionLossError):
+    """The connection dropped after a write was sent and before its reply came.
+
+    The write may or may not have been applied; nobody can know without
+    another source of truth. aiocoord never reports such a call as succeeded
+    or failed.
+    """
+
+    def __init__(self, path: str):
+        super().__init__(f"write to {path!r} may or may not have been applied", sent=True)
+        self.path = path
+
+
 # --- ownership ----------------------------------------------------------------
 
 
@@ -97,6 +114,17 @@ class LockLostError(OwnershipError):
     def __init__(self, path: str, reason: str = "the session was lost"):
         super().__init__(f"lost the lock on {path!r}: {reason}")
         self.path = path
+
+
+class LeaseHeldError(OwnershipError):
+    """The lease is held by another holder (``async with lease`` could not take it)."""
+
+    def __init__(self, path: str):
+        super().__init__(f"the lease {path!r} is held by another holder")
+        self.path = path
+
+    def __reduce__(self) -> tuple[type[LeaseHeldError], tuple[str]]:
+        return type(self), (self.path,)
 
 
 class DeadlockError(CoordinationError, RuntimeError):
@@ -151,6 +179,26 @@ class CorruptValueError(CoordinationError, ValueError):
         super().__init__(f"{path!r} holds {data[:32]!r} ({len(data)} bytes), not {expected}")
         self.path = path
         self.data = data
+
+
+# --- counters -----------------------------------------------------------------
+
+
+class CounterOverflowError(CoordinationError, OverflowError):
+    """The result would not fit the counter's integer width; nothing was written."""
+
+
+class BoundExceededError(CoordinationError):
+    """A bounded change was refused: it would have left ``[lower, upper]``."""
+
+    def __init__(self, path: str, value: int, delta: int, lower: int | None, upper: int | None):
+        super().__init__(
+            f"{path!r}: {value} {'+' if delta >= 0 else '-'} {abs(delta)} leaves "
+            f"[{'-inf' if lower is None else lower}, {'+inf' if upper is None else upper}]"
+        )
+        self.path = path
+        self.value = value
+        self.delta = delta
 
 
 # --- ZooKeeper reply codes --------------------------------------------------

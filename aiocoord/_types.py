@@ -1,18 +1,23 @@
-"""Small value types shared by every layer: Stat, watch events, ACLs."""
+"""Small value types shared by every layer: Stat, watch events, ACLs, codecs."""
 
 from __future__ import annotations
 
+import abc
 import base64
 import enum
 import hashlib
+import json
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, ClassVar, Generic, NamedTuple, NoReturn, TypeVar
+
+from ._exceptions import CorruptValueError
 
 __all__ = [
     "ACL",
     "CREATOR_ALL_ACL",
     "OPEN_ACL_UNSAFE",
     "READ_ACL_UNSAFE",
+    "Codec",
     "EventType",
     "Perm",
     "Stat",
@@ -106,3 +111,107 @@ def digest_id(username: str, password: str) -> str:
 def digest_acl(username: str, password: str, perms: Perm = Perm.ALL) -> ACL:
     """An ACL entry granting ``perms`` to a digest user (without sending the password)."""
     return ACL(perms, "digest", digest_id(username, password))
+
+
+# --- codecs -------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+class Codec(abc.ABC, Generic[T]):
+    """How a recipe turns values into a znode's bytes and back.
+
+    ``encode`` refuses a value it cannot represent (TypeError, ValueError or
+    OverflowError), so nothing is sent; ``decode`` raises
+    :class:`CorruptValueError` naming the node when its bytes hold no value.
+    The ready-made codecs are class attributes, such as ``Codec.LONG``.
+    """
+
+    __slots__ = ()
+
+    BYTES: ClassVar[Codec[bytes]]
+    """The bytes themselves (any bytes-like value in, bytes out)."""
+    UTF8: ClassVar[Codec[str]]
+    """A string as UTF-8."""
+    JSON: ClassVar[Codec[Any]]
+    """A JSON value as compact UTF-8 (no NaN or infinities: they are not JSON)."""
+    LONG: ClassVar[Codec[int]]
+    """An 8-byte big-endian signed integer: Curator's DistributedAtomicLong."""
+    INT: ClassVar[Codec[int]]
+    """A 4-byte big-endian signed integer: Curator's SharedCount and DistributedAtomicInteger."""
+
+    @abc.abstractmethod
+    def encode(self, value: T) -> bytes:
+        """The bytes that hold ``value``."""
+
+    @abc.abstractmethod
+    def decode(self, data: bytes, path: str) -> T:
+        """The value ``data``, read from the node at ``path``, holds."""
+
+
+@dataclass(frozen=True)
+class _Bytes(Codec[bytes]):
+    def encode(self, value: bytes) -> bytes:
+        if isinstance(value, bytes):
+            return value
+        return bytes(memoryview(value))
+
+    def decode(self, data: bytes, path: str) -> bytes:
+        return bytes(data)
+
+
+@dataclass(frozen=True)
+class _Utf8(Codec[str]):
+    def encode(self, value: str) -> bytes:
+        if not isinstance(value, str):
+            raise TypeError(f"expected str, not {type(value).__name__}")
+        return value.encode()
+
+    def decode(self, data: bytes, path: str) -> str:
+        try:
+            return data.decode()
+        except UnicodeDecodeError:
+            raise CorruptValueError(path, data, "UTF-8 text") from None
+
+
+def _no_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON")
+
+
+@dataclass(frozen=True)
+class _Json(Codec[Any]):
+    def encode(self, value: Any) -> bytes:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return text.encode()
+
+    def decode(self, data: bytes, path: str) -> Any:
+        try:
+            return json.loads(data.decode(), parse_constant=_no_constant)
+        except (ValueError, RecursionError):
+            raise CorruptValueError(path, data, "a JSON value in UTF-8") from None
+
+
+@dataclass(frozen=True)
+class _Integer(Codec[int]):
+    size: int
+    """Bytes on the wire."""
+
+    def encode(self, value: int) -> bytes:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"expected int, not {type(value).__name__}")
+        try:
+            return value.to_bytes(self.size, "big", signed=True)
+        except OverflowError:
+            raise OverflowError(f"{value} does not fit in {self.size * 8} bits") from None
+
+    def decode(self, data: bytes, path: str) -> int:
+        if len(data) != self.size:
+            raise CorruptValueError(path, data, f"a {self.size}-byte big-endian signed integer")
+        return int.from_bytes(data, "big", signed=True)
+
+
+Codec.BYTES = _Bytes()
+Codec.UTF8 = _Utf8()
+Codec.JSON = _Json()
+Codec.LONG = _Integer(8)
+Codec.INT = _Integer(4)

@@ -14,26 +14,24 @@ the loop around them: create, list, decide, watch, repeat.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import heapq
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 import anyio
 
 from .. import _paths
-from .._exceptions import (
-    ClientClosedError,
-    ConnectionLossError,
-    NoNodeError,
-    SessionExpiredError,
+from .._exceptions import ClientClosedError, NoNodeError, SessionExpiredError
+from .._session import (
+    Client,
+    OwnNode,
+    cleanup_scope,
+    delete_quietly,
+    retry_on_connection_loss,
 )
-from .._session._client import Client, protected_marker
-from .._session._retry import call_with_retry
-from .._types import EventType, Stat
+from .._types import EventType
 
 __all__ = [
     "LOCK_NAME",
@@ -42,17 +40,12 @@ __all__ = [
     "Contender",
     "Decision",
     "Rule",
-    "cleanup_scope",
-    "delete_own_node",
-    "delete_quietly",
     "mutex_rule",
     "read_rule",
     "recipe_path",
     "sequence_key",
     "sort_contenders",
 ]
-
-T = TypeVar("T")
 
 LOCK_NAME = "lock-"
 """Curator's InterProcessMutex node name."""
@@ -149,41 +142,6 @@ class _NodeVanished(Exception):
     """Our own contender node is gone (session lost or deleted by someone else)."""
 
 
-def _is_connection_loss(error: BaseException) -> bool:
-    return isinstance(error, ConnectionLossError)
-
-
-async def retry_on_connection_loss(client: Client, operation: Callable[[], Awaitable[T]]) -> T:
-    """Retry an idempotent request cut by a dropped connection, under the client's policy.
-
-    Session expiry is not retried here: the caller's node went with the
-    session, and only the caller knows how to start over.
-    """
-    return await call_with_retry(client.retry_policy, operation, retry_if=_is_connection_loss)
-
-
-def cleanup_bound(client: Client) -> float:
-    """How long a shielded cleanup may take: requests wait through SUSPENDED for at
-    most one session timeout before the session is declared lost (and with it, any
-    ephemeral node), so a bit more than that always suffices."""
-    return client.session_timeout * 2 + 5.0
-
-
-@contextlib.contextmanager
-def cleanup_scope(client: Client, *, must_finish: bool = False) -> Iterator[None]:
-    """Where a recipe deletes its own node: runs even while the caller is being
-    cancelled (shielded), is bounded by :func:`cleanup_bound` (raising TimeoutError
-    past it if ``must_finish``), and treats an expired session or a closed client
-    as done, since either took the node away."""
-    timer = anyio.fail_after if must_finish else anyio.move_on_after
-    with (
-        anyio.CancelScope(shield=True),
-        timer(cleanup_bound(client)),
-        contextlib.suppress(SessionExpiredError, ClientClosedError),
-    ):
-        yield
-
-
 class Contender:
     """One place in the queue under ``path``: create it, wait for it to hold, delete it.
 
@@ -215,7 +173,7 @@ class Contender:
         # Trusting "the last blocker is gone, so we hold" needs a queue nobody
         # can join ahead of us: false where a read lock's downgrade node may.
         self._shortcut = last_blocker_shortcut
-        self._marker: str | None = None
+        self._own: OwnNode | None = None
         self.node: str | None = None
         """Full path of our node, once created."""
         self.czxid = 0
@@ -267,49 +225,25 @@ class Contender:
                     return False
 
     async def _enter_queue(self) -> None:
-        client = self._client
-        self._marker = marker = protected_marker()
+        name = self._lock_name
+        if self._fixed_suffix is not None:
+            name += self._fixed_suffix
+        self._own = own = OwnNode(
+            self._client,
+            self._path,
+            name,
+            self._data,
+            ephemeral=True,
+            sequential=self._fixed_suffix is None,
+        )
         self.node = None
-        if self._fixed_suffix is None:
-            target, sequential = f"{self._path}/{marker}{self._lock_name}", True
-        else:
-            target = f"{self._path}/{marker}{self._lock_name}{self._fixed_suffix}"
-            sequential = False
-        while True:
-            # Create and list in one round trip: the listing is applied after the
-            # create, so it contains our node and everything queued before it.
-            created, listing = await (
-                client.pipeline()
-                .create(target, self._data, ephemeral=True, sequential=sequential)
-                .children(self._path)
-                .execute()
-            )
-            if isinstance(created, NoNodeError):
-                await retry_on_connection_loss(
-                    client, lambda: client.ensure_path(self._path, container=True)
-                )
-                continue
-            if isinstance(created, ConnectionLossError):
-                if not created.sent:
-                    continue
-                found = await retry_on_connection_loss(
-                    client, lambda: client.find_protected(self._path, marker)
-                )
-                if found is None:
-                    continue
-                self._take(*found)
-                self._listing = None
-                return
-            if isinstance(created, Exception):
-                raise created
-            self._take(*created)
-            self._listing = None if isinstance(listing, Exception) else listing[0]
-            return
-
-    def _take(self, node: str, stat: Stat) -> None:
-        self.node = node
-        self.czxid = stat.czxid
-        self.session_id = stat.ephemeral_owner
+        # Create and list in one round trip: the listing is applied after the
+        # create, so it contains our node and everything queued before it.
+        self._listing = await own.create(list_children=True)
+        assert own.path is not None and own.stat is not None
+        self.node = own.path
+        self.czxid = own.stat.czxid
+        self.session_id = own.stat.ephemeral_owner
 
     def _check_session(self) -> None:
         """Raise _NodeVanished unless the client is still in the session owning our node.
@@ -376,12 +310,10 @@ class Contender:
 
     async def abandon(self) -> None:
         """Delete our node (or the one a lost create left), shielded and time-bounded."""
-        node, marker = self.node, self._marker
+        own, self._own = self._own, None
         self.node = None
-        self._marker = None
-        if node is None and marker is None:
-            return
-        await delete_own_node(self._client, self._path, node, marker)
+        if own is not None:
+            await own.delete()
 
     async def release(self) -> None:
         """Give up our place (held or not): delete the node, surviving connection loss.
@@ -402,25 +334,7 @@ class Contender:
                 await delete_quietly(self._client, node)
             raise
         self.node = None
-        self._marker = None
-
-
-async def delete_own_node(
-    client: Client, parent: str, node: str | None, marker: str | None
-) -> None:
-    """Delete a recipe's own node under ``parent``, shielded and time-bounded.
-
-    When the node's path is unknown (its create was cut off before the reply),
-    it is found by its protected ``marker``, if the create reached the server.
-    """
-    with cleanup_scope(client):
-        if node is None and marker is not None:
-            found = await retry_on_connection_loss(
-                client, lambda: client.find_protected(parent, marker)
-            )
-            node = found[0] if found is not None else None
-        if node is not None:
-            await delete_quietly(client, node)
+        self._own = None
 
 
 def recipe_path(path: str, what: str) -> str:
@@ -429,13 +343,3 @@ def recipe_path(path: str, what: str) -> str:
     if path == "/":
         raise ValueError(f"a {what} needs its own path, not the root")
     return path
-
-
-async def delete_quietly(client: Client, path: str) -> None:
-    """Delete ``path``, retrying connection loss; already gone counts as done."""
-
-    async def delete() -> None:
-        with contextlib.suppress(NoNodeError):
-            await client.delete(path)
-
-    await retry_on_connection_loss(client, delete)

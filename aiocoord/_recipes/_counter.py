@@ -20,40 +20,37 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import struct
+import enum
 import time
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import anyio
 
 from .. import _paths
 from .._exceptions import (
     BadVersionError,
+    BoundExceededError,
     ConnectionLossError,
-    CoordinationError,
-    CorruptValueError,
+    CounterOverflowError,
     NodeExistsError,
     NoNodeError,
+    OutcomeUnknownError,
     SessionExpiredError,
 )
-from .._session._client import Client
-from .._session._retry import ExponentialBackoff, RetryNTimes, RetryPolicy
-from .._types import Stat
+from .._session import Client, ExponentialBackoff, RetryNTimes, RetryPolicy
+from .._types import Codec, Stat
 from ._contenders import recipe_path
 from ._lock import Mutex
 
 __all__ = [
     "AtomicBytes",
+    "AtomicFailure",
     "AtomicInt",
     "AtomicLong",
     "AtomicStats",
     "AtomicValue",
-    "BoundExceededError",
-    "CounterOverflowError",
-    "OutcomeUnknownError",
     "PromotedToLock",
 ]
 
@@ -72,34 +69,18 @@ each. About 2.5 times the increments per second, and none given up.
 MAX_BATCH = 1000
 
 
-class OutcomeUnknownError(ConnectionLossError):
-    """The connection dropped after a write was sent and before its reply came.
+class AtomicFailure(enum.StrEnum):
+    """Why an atomic operation applied nothing (:attr:`AtomicValue.reason`).
 
-    The write may or may not have been applied; nobody can know without
-    another source of truth. aiocoord never reports such a call as succeeded
-    or failed.
+    Each member equals its lower-case name as a string: ``reason == "bound"`` holds.
     """
 
-    def __init__(self, path: str):
-        super().__init__(f"write to {path!r} may or may not have been applied", sent=True)
-        self.path = path
-
-
-class CounterOverflowError(CoordinationError, OverflowError):
-    """The result would not fit the counter's integer width; nothing was written."""
-
-
-class BoundExceededError(CoordinationError):
-    """A bounded change was refused: it would have left ``[lower, upper]``."""
-
-    def __init__(self, path: str, value: int, delta: int, lower: int | None, upper: int | None):
-        super().__init__(
-            f"{path!r}: {value} {'+' if delta >= 0 else '-'} {abs(delta)} leaves "
-            f"[{'-inf' if lower is None else lower}, {'+inf' if upper is None else upper}]"
-        )
-        self.path = path
-        self.value = value
-        self.delta = delta
+    CONTENTION = "contention"
+    """The retries ran out: other writers kept changing the value first."""
+    BOUND = "bound"
+    """A bounded change would have left its range."""
+    MISMATCH = "mismatch"
+    """Compare-and-set found another value, or no node."""
 
 
 @dataclass
@@ -120,18 +101,16 @@ class AtomicStats:
 class AtomicValue(Generic[T]):
     """The result of an atomic operation.
 
-    When ``succeeded`` is False nothing was applied, and ``reason`` says why:
-    ``"contention"`` (retries ran out), ``"bound"`` (a bounded change would
-    leave its range) or ``"mismatch"`` (compare-and-set found another value,
-    or ``initialize`` found the node already there). ``pre_value`` is then the
-    value the decision was based on.
+    When ``succeeded`` is False nothing was applied, ``reason`` says why
+    (contention, a bound or a mismatch: see :class:`AtomicFailure`), and
+    ``pre_value`` is the value the decision was based on.
     """
 
     succeeded: bool
     pre_value: T
     post_value: T
     stats: AtomicStats = field(default_factory=AtomicStats)
-    reason: str | None = None
+    reason: AtomicFailure | None = None
 
 
 @dataclass(frozen=True)
@@ -147,41 +126,12 @@ class PromotedToLock:
     retry: RetryPolicy = field(default_factory=lambda: RetryNTimes(10, 0.001))
 
 
-# --- encodings --------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Codec(Generic[T]):
-    name: str
-    zero: T
-    encode: Callable[[T], bytes]
-    decode: Callable[[bytes], T | None]
-    """None when the bytes are not a valid value."""
-
-
-def _int_codec(size: int) -> _Codec[int]:
-    fmt = struct.Struct(">q" if size == 8 else ">i")
-    low, high = -(1 << (size * 8 - 1)), (1 << (size * 8 - 1)) - 1
-
-    def decode(data: bytes) -> int | None:
-        if not data:
-            return 0  # an empty node reads as 0, as Curator's does
-        if len(data) != size:
-            return None
-        value: int = fmt.unpack(data)[0]
-        return value
-
-    def encode(value: int) -> bytes:
-        if not low <= value <= high:
-            raise CounterOverflowError(f"{value} does not fit in {size * 8} bits")
-        return fmt.pack(value)
-
-    return _Codec(f"int{size * 8}", 0, encode, decode)
-
-
-_LONG = _int_codec(8)
-_INT = _int_codec(4)
-_BYTES: _Codec[bytes] = _Codec("bytes", b"", bytes, bytes)
+def _encode(codec: Codec[T], value: T) -> bytes:
+    """``codec.encode``, reporting a number too wide for the counter as CounterOverflowError."""
+    try:
+        return codec.encode(value)
+    except OverflowError as error:
+        raise CounterOverflowError(str(error)) from None
 
 
 # --- one compare-and-set engine per counter node and process ---------------------
@@ -190,7 +140,7 @@ _BYTES: _Codec[bytes] = _Codec("bytes", b"", bytes, bytes)
 class _Refused:
     """``make`` returns this to decline writing (a bound or a mismatch)."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: AtomicFailure) -> None:
         self.reason = reason
 
 
@@ -199,7 +149,7 @@ class _Attempt(Generic[T]):
     done: bool
     pre: T
     post: T
-    refused: str | None = None
+    refused: AtomicFailure | None = None
 
 
 class _Engine(Generic[T]):
@@ -210,10 +160,11 @@ class _Engine(Generic[T]):
     with BadVersion, which costs one round trip and a fresh read.
     """
 
-    def __init__(self, client: Client, path: str, codec: _Codec[T]) -> None:
+    def __init__(self, client: Client, path: str, codec: Codec[T], zero: T) -> None:
         self.client = client
         self.path = path
         self.codec = codec
+        self.zero = zero
         self._known: tuple[T, int] | None = None
 
     def forget(self) -> None:
@@ -227,12 +178,11 @@ class _Engine(Generic[T]):
                 data, stat = await client.get(self.path)
             except NoNodeError:
                 self._known = None
-                return self.codec.zero, -1
+                return self.zero, -1
             except (ConnectionLossError, SessionExpiredError):
                 continue  # a read is safe to repeat; requests wait while suspended
-            value = self.codec.decode(data)
-            if value is None:
-                raise CorruptValueError(self.path, data, f"a {self.codec.name} counter value")
+            # An empty node reads as zero, as Curator's does.
+            value = self.codec.decode(data, self.path) if data else self.zero
             self._known = (value, stat.version)
             return value, stat.version
 
@@ -249,7 +199,7 @@ class _Engine(Generic[T]):
             new = make(value)
         if isinstance(new, _Refused):
             return _Attempt(False, value, value, new.reason)
-        data = self.codec.encode(new)
+        data = _encode(self.codec, new)
         stat = await self._write(data, version)
         if stat is None:
             self._known = None
@@ -274,7 +224,7 @@ class _Engine(Generic[T]):
             return None
 
     async def force(self, value: T) -> None:
-        data = self.codec.encode(value)
+        data = _encode(self.codec, value)
         client = self.client
         while True:
             try:
@@ -292,16 +242,11 @@ class _Engine(Generic[T]):
             return
 
 
-_engines: weakref.WeakKeyDictionary[Client, dict[tuple[str, str], _Engine[Any]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _engine_for(client: Client, path: str, codec: _Codec[T]) -> _Engine[T]:
-    table = _engines.setdefault(client, {})
-    engine = table.get((path, codec.name))
-    if engine is None:
-        engine = table[(path, codec.name)] = _Engine(client, path, codec)
+def _engine_for(client: Client, path: str, codec: Codec[T], zero: T) -> _Engine[T]:
+    """The one engine of a counter path on ``client``, shared by its recipe objects."""
+    engine: _Engine[T] = client.recipe_state(
+        (_Engine, path, codec), lambda: _Engine(client, path, codec, zero)
+    )
     return engine
 
 
@@ -363,10 +308,18 @@ async def _tries(
 def _result(outcome: _Attempt[T], stats: AtomicStats) -> AtomicValue[T]:
     if outcome.done:
         return AtomicValue(True, outcome.pre, outcome.post, stats)
-    return AtomicValue(False, outcome.pre, outcome.pre, stats, outcome.refused or "contention")
+    reason = outcome.refused or AtomicFailure.CONTENTION
+    return AtomicValue(False, outcome.pre, outcome.pre, stats, reason)
 
 
 # --- coalescing ---------------------------------------------------------------------
+
+
+class _Denied(enum.Enum):
+    """Why a queued add gets nothing from its batch's write."""
+
+    BOUND = enum.auto()
+    OVERFLOW = enum.auto()
 
 
 @dataclass
@@ -394,7 +347,9 @@ class _Batcher:
         request = _AddRequest(delta, lower, upper, future)
         self._queue.append(request)
         if self._drainer is None:
-            self._drainer = asyncio.get_running_loop().create_task(self._drain())
+            self._drainer = self._engine.client.start_background(
+                self._drain(), name=f"aiocoord-counter-batcher {self._engine.path}"
+            )
         try:
             return await future
         except asyncio.CancelledError:
@@ -416,22 +371,22 @@ class _Batcher:
             self._drainer = None
 
     async def _apply(self, batch: list[_AddRequest]) -> None:
-        grants: list[tuple[int, int] | str] = []
+        grants: list[tuple[int, int] | _Denied] = []
 
         def make(value: int) -> int | _Refused:
             grants.clear()
             current = value
             for request in batch:
+                granted: tuple[int, int] | _Denied
                 try:
-                    grants.append(_bounded(current, request.delta, request.lower, request.upper))
+                    granted = _bounded(current, request.delta, request.lower, request.upper)
                 except CounterOverflowError:
-                    grants.append("overflow")
-                    continue
-                granted = grants[-1]
+                    granted = _Denied.OVERFLOW
+                grants.append(granted)
                 if isinstance(granted, tuple):
                     current = granted[1]
-            if all(isinstance(g, str) for g in grants):
-                return _Refused("bound")
+            if all(isinstance(g, _Denied) for g in grants):
+                return _Refused(AtomicFailure.BOUND)
             return current
 
         try:
@@ -451,11 +406,11 @@ class _Batcher:
                 continue
             if not outcome.done and not outcome.refused:
                 value: AtomicValue[int] = AtomicValue(
-                    False, outcome.pre, outcome.pre, stats, "contention"
+                    False, outcome.pre, outcome.pre, stats, AtomicFailure.CONTENTION
                 )
             elif isinstance(granted, tuple):
                 value = AtomicValue(True, granted[0], granted[1], stats)
-            elif granted == "overflow":
+            elif granted is _Denied.OVERFLOW:
                 request.future.set_exception(
                     CounterOverflowError(
                         f"{self._engine.path!r}: adding {request.delta} overflows 64 bits"
@@ -463,25 +418,20 @@ class _Batcher:
                 )
                 continue
             else:
-                value = AtomicValue(False, outcome.pre, outcome.pre, stats, "bound")
+                value = AtomicValue(False, outcome.pre, outcome.pre, stats, AtomicFailure.BOUND)
             request.future.set_result(value)
 
 
 def _bounded(
-    value: int, delta: int, lower: int | None, upper: int | None, codec: _Codec[int] = _LONG
-) -> tuple[int, int] | str:
-    """(pre, post) if ``value + delta`` stays in bounds, else "bound"; raises
+    value: int, delta: int, lower: int | None, upper: int | None, codec: Codec[int] = Codec.LONG
+) -> tuple[int, int] | Literal[_Denied.BOUND]:
+    """(pre, post) if ``value + delta`` stays in bounds, else ``_Denied.BOUND``; raises
     CounterOverflowError if the result does not fit ``codec``'s width."""
     new = value + delta
     if (lower is not None and new < lower) or (upper is not None and new > upper):
-        return "bound"
-    codec.encode(new)
+        return _Denied.BOUND
+    _encode(codec, new)
     return value, new
-
-
-_batchers: weakref.WeakKeyDictionary[Client, dict[tuple[Any, ...], _Batcher]] = (
-    weakref.WeakKeyDictionary()
-)
 
 
 # --- public types ---------------------------------------------------------------------
@@ -490,7 +440,9 @@ _batchers: weakref.WeakKeyDictionary[Client, dict[tuple[Any, ...], _Batcher]] = 
 class _Atomic(Generic[T]):
     """What every atomic value shares: read, compare-and-set, set, initialize."""
 
-    _codec: _Codec[T]
+    _codec: Codec[T]
+    _zero: T
+    """What a missing or empty node reads as."""
 
     def __init__(
         self,
@@ -509,7 +461,7 @@ class _Atomic(Generic[T]):
         self._promoted = promoted_to_lock
 
     def _engine(self) -> _Engine[T]:
-        return _engine_for(self._client, self.path, self._codec)
+        return _engine_for(self._client, self.path, self._codec, self._zero)
 
     async def _update(self, make: Callable[[T], T | _Refused]) -> AtomicValue[T]:
         outcome, stats = await _run_cas(self._engine(), make, self._retry, self._promoted)
@@ -524,30 +476,30 @@ class _Atomic(Generic[T]):
         """Set ``new`` only if the node exists and holds ``expected``.
 
         One attempt: a conflict, another value or a missing node gives
-        ``succeeded=False, reason="mismatch"``. A missing node is never created
-        here, although :meth:`get` reads it as zero: as Curator's compareAndSet.
+        ``succeeded=False, reason=AtomicFailure.MISMATCH``. A missing node is never
+        created here, although :meth:`get` reads it as zero: as Curator's compareAndSet.
         """
-        self._codec.encode(new)
+        _encode(self._codec, new)
         engine = self._engine()
 
         def make(value: T) -> T | _Refused:
-            return new if value == expected else _Refused("mismatch")
+            return new if value == expected else _Refused(AtomicFailure.MISMATCH)
 
         start = time.monotonic()
         # Compare against the value now, not a remembered one.
         value, version = await engine.read()
         if version < 0 or value != expected:
             stats = AtomicStats(optimistic_tries=1, optimistic_time=time.monotonic() - start)
-            return AtomicValue(False, value, value, stats, "mismatch")
+            return AtomicValue(False, value, value, stats, AtomicFailure.MISMATCH)
         outcome = await engine.attempt(make)  # writes on the version just read
         stats = AtomicStats(optimistic_tries=1, optimistic_time=time.monotonic() - start)
         if not outcome.done and not outcome.refused:
-            return AtomicValue(False, outcome.pre, outcome.pre, stats, "mismatch")
+            return AtomicValue(False, outcome.pre, outcome.pre, stats, AtomicFailure.MISMATCH)
         return _result(outcome, stats)
 
     async def try_set(self, new: T) -> AtomicValue[T]:
         """Set ``new`` whatever the current value, by compare-and-set under the retry policy."""
-        self._codec.encode(new)
+        _encode(self._codec, new)
         return await self._update(lambda _value: new)
 
     async def force_set(self, new: T) -> None:
@@ -556,7 +508,7 @@ class _Atomic(Generic[T]):
 
     async def initialize(self, value: T) -> bool:
         """Create the node with ``value``; False (and no change) if it already exists."""
-        data = self._codec.encode(value)
+        data = _encode(self._codec, value)
         try:
             await self._client.create(self.path, data, make_parents=True)
         except NodeExistsError:
@@ -571,7 +523,8 @@ class _Atomic(Generic[T]):
 class _AtomicNumber(_Atomic[int]):
     """Shared implementation of AtomicLong and AtomicInt: arithmetic and bounds."""
 
-    _codec = _LONG
+    _codec = Codec.LONG
+    _zero = 0
 
     def __init__(
         self,
@@ -595,7 +548,7 @@ class _AtomicNumber(_Atomic[int]):
     ) -> AtomicValue[int]:
         """Add ``delta``; with ``lower``/``upper``, only if the result stays within them.
 
-        A refused bounded change returns ``succeeded=False, reason="bound"``
+        A refused bounded change returns ``succeeded=False, reason=AtomicFailure.BOUND``
         (or raises BoundExceededError with ``raise_on_bound``). Nothing ever
         takes the value outside the bounds, whatever the contention or faults.
         """
@@ -603,23 +556,22 @@ class _AtomicNumber(_Atomic[int]):
             raise TypeError(f"delta must be int, not {type(delta).__name__}")
         if lower is not None and upper is not None and lower > upper:
             raise ValueError(f"lower ({lower}) > upper ({upper})")
-        self._codec.encode(delta)  # a delta that does not fit is an overflow already
-        if self._coalesce and self._codec is _LONG:
-            key = (self.path, self._retry, self._promoted)
-            table = _batchers.setdefault(self._client, {})
-            batcher = table.get(key)
-            if batcher is None:
-                batcher = table[key] = _Batcher(self._engine(), self._retry, self._promoted)
+        _encode(self._codec, delta)  # a delta that does not fit is an overflow already
+        if self._coalesce and self._codec is Codec.LONG:
+            batcher: _Batcher = self._client.recipe_state(
+                (_Batcher, self.path, self._retry, self._promoted),
+                lambda: _Batcher(self._engine(), self._retry, self._promoted),
+            )
             result = await batcher.add(delta, lower, upper)
         else:
             codec = self._codec
 
             def make(value: int) -> int | _Refused:
                 granted = _bounded(value, delta, lower, upper, codec)
-                return granted[1] if isinstance(granted, tuple) else _Refused(granted)
+                return granted[1] if isinstance(granted, tuple) else _Refused(AtomicFailure.BOUND)
 
             result = await self._update(make)
-        if raise_on_bound and result.reason == "bound":
+        if raise_on_bound and result.reason is AtomicFailure.BOUND:
             raise BoundExceededError(self.path, result.pre_value, delta, lower, upper)
         return result
 
@@ -649,7 +601,7 @@ class AtomicLong(_AtomicNumber):
 class AtomicInt(_AtomicNumber):
     """A 32-bit signed counter (Curator's DistributedAtomicInteger). Not coalesced."""
 
-    _codec = _INT
+    _codec = Codec.INT
 
     def __init__(self, client: Client, path: str, **kwargs: Any) -> None:
         kwargs["coalesce"] = False
@@ -660,7 +612,8 @@ class AtomicBytes(_Atomic[bytes]):
     """Atomic updates of a node's raw bytes with a function of the current bytes
     (Curator's DistributedAtomicValue)."""
 
-    _codec = _BYTES
+    _codec = Codec.BYTES
+    _zero = b""
 
     async def update(self, function: Callable[[bytes], bytes]) -> AtomicValue[bytes]:
         """Replace the value with ``function(current)`` (may run more than once)."""

@@ -13,8 +13,7 @@ import asyncio
 
 import anyio
 
-from .._session._client import Client
-from .._session._state import ConnectionState, ErrorPolicy
+from .._session import Client, ConnectionState, ErrorPolicy
 
 __all__ = ["Hold", "LossMonitor"]
 

@@ -12,26 +12,35 @@ after its own expired and the name was taken again.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
+from dataclasses import dataclass
+
+import anyio
 
 from .. import _paths
 from .._exceptions import (
     BadVersionError,
-    ConnectionLossError,
+    CorruptValueError,
+    LeaseHeldError,
     LockLostError,
     NoNodeError,
     NotOwnerError,
     TTLNodesDisabledError,
     UnimplementedError,
 )
-from .._session._client import Client, protected_marker
-from .._types import Stat
-from ._contenders import (
+from .._session import (
+    Client,
+    Fence,
+    OwnNode,
     cleanup_scope,
     delete_quietly,
-    recipe_path,
     retry_on_connection_loss,
+)
+from .._types import Codec, Stat
+from ._contenders import (
+    recipe_path,
     sort_contenders,
 )
 
@@ -40,15 +49,23 @@ __all__ = ["Lease"]
 _NAME = "lease-"
 
 
-def _encode(ttl_ms: int, holder: bytes) -> bytes:
-    return b"%d\n" % ttl_ms + holder
+@dataclass(frozen=True)
+class _LeaseData(Codec[tuple[int, bytes]]):
+    """A lease node's data, (TTL in milliseconds, holder): the TTL in ASCII digits,
+    a newline, then the holder's bytes."""
 
+    def encode(self, value: tuple[int, bytes]) -> bytes:
+        ttl_ms, holder = value
+        return b"%d\n" % ttl_ms + holder
 
-def _decode(data: bytes, default_ttl_ms: int) -> tuple[int, bytes]:
-    head, sep, holder = data.partition(b"\n")
-    if sep and head.isdigit():
+    def decode(self, data: bytes, path: str) -> tuple[int, bytes]:
+        head, sep, holder = data.partition(b"\n")
+        if not (sep and head.isdigit()):
+            raise CorruptValueError(path, data, "a lease (TTL in milliseconds, newline, holder)")
         return int(head), holder
-    return default_ttl_ms, data
+
+
+_DATA = _LeaseData()
 
 
 class Lease:
@@ -72,11 +89,15 @@ class Lease:
         self.path = path
         self.ttl = float(ttl)
         self._ttl_ms = max(1, int(ttl * 1000))
-        self.holder = holder.encode() if isinstance(holder, str) else bytes(holder)
-        self._data = _encode(self._ttl_ms, self.holder)
+        self.holder = (
+            Codec.UTF8.encode(holder) if isinstance(holder, str) else Codec.BYTES.encode(holder)
+        )
+        self._data = _DATA.encode((self._ttl_ms, self.holder))
         self._node: str | None = None
         self._version = 0
         self._valid_until = 0.0
+        self._changed = asyncio.Event()
+        """Set when the lease is taken, renewed, lost or released."""
 
     @property
     def is_held(self) -> bool:
@@ -101,41 +122,17 @@ class Lease:
                 return True
             except LockLostError:
                 pass
-        client = self._client
-        marker = protected_marker()
-        target = f"{self.path}/{marker}{_NAME}"
+        own = OwnNode(self._client, self.path, _NAME, self._data, ttl=self.ttl, sequential=True)
         sent_at = time.monotonic()
-        while True:
-            try:
-                created, listing = await (
-                    client.pipeline()
-                    .create(target, self._data, ttl=self.ttl, sequential=True)
-                    .children(self.path)
-                    .execute()
-                )
-            except ConnectionLossError as error:
-                created, listing = error, error
-            if isinstance(created, NoNodeError):
-                await retry_on_connection_loss(
-                    client, lambda: client.ensure_path(self.path, container=True)
-                )
-                continue
-            if isinstance(created, UnimplementedError):
-                raise TTLNodesDisabledError(self.path) from created
-            if isinstance(created, ConnectionLossError):
-                found = await retry_on_connection_loss(
-                    client, lambda: client.find_protected(self.path, marker)
-                )
-                if found is None:
-                    sent_at = time.monotonic()
-                    continue
-                created = found
-                listing = None
-            if isinstance(created, Exception):
-                raise created
-            break
-        mine, stat = created
-        names = listing[0] if isinstance(listing, tuple) else None
+        try:
+            names = await own.create(list_children=True)
+        except UnimplementedError as error:
+            raise TTLNodesDisabledError(self.path) from error
+        except BaseException:
+            await own.delete()  # a TTL node outlives the session: find it by its marker
+            raise
+        assert own.path is not None and own.stat is not None
+        mine, stat = own.path, own.stat
         try:
             won, adopt = await self._settle(_paths.basename(mine), stat, names)
         except BaseException:
@@ -154,6 +151,7 @@ class Lease:
             return False
         self._node, self._version = mine, stat.version
         self._valid_until = sent_at + self.ttl
+        self._changed.set()
         return True
 
     async def _settle(
@@ -178,8 +176,11 @@ class Lease:
             if isinstance(result, Exception):
                 raise result
             data, stat = result
-            ttl_ms, holder = _decode(data, self._ttl_ms)
             path = f"{self.path}/{name}"
+            try:
+                ttl_ms, holder = _DATA.decode(data, path)
+            except CorruptValueError:
+                ttl_ms, holder = self._ttl_ms, data  # not written by a Lease: judge it by our TTL
             if stat.mtime + ttl_ms <= now:
                 # Lapsed: remove it, unless its holder renewed it meanwhile (then
                 # the version no longer matches and the lease stands).
@@ -199,6 +200,31 @@ class Lease:
         with cleanup_scope(self._client):
             await delete_quietly(self._client, node)
 
+    def fence(self) -> Fence:
+        """Proof of holding for a transaction to require (``txn.guard(lease.fence())``).
+
+        The transaction applies only while our lease node exists. A lapsed
+        lease's node lasts until a contender or the server's sweep removes it,
+        so a fence cannot see a lapse before that: renew well within the TTL.
+        NotOwnerError if the lease is not held.
+        """
+        node = self._node
+        if node is None:
+            raise NotOwnerError(f"lease {self.path!r} is not held")
+        return Fence(node, self.path)
+
+    async def wait_lost(self) -> None:
+        """Wait until the lease is no longer held: released, or lapsed unrenewed.
+
+        Renewals push the moment back. NotOwnerError if it is not held now.
+        """
+        if not self.is_held:
+            raise NotOwnerError(f"lease {self.path!r} is not held")
+        while self.is_held:
+            self._changed.clear()
+            with anyio.move_on_after(self._valid_until - time.monotonic()):
+                await self._changed.wait()
+
     async def renew(self) -> None:
         """Restart the TTL; LockLostError if the lease lapsed and is gone or taken."""
         node = self._node
@@ -211,9 +237,11 @@ class Lease:
             )
         except (NoNodeError, BadVersionError) as error:
             self._node = None
+            self._changed.set()
             raise LockLostError(self.path, "the lease lapsed") from error
         self._version = stat.version
         self._valid_until = sent_at + self.ttl
+        self._changed.set()
 
     async def release(self) -> None:
         """Give the lease up now (deleting only our own node, only if unrenewed by others)."""
@@ -221,6 +249,7 @@ class Lease:
         if node is None:
             return
         self._node = None
+        self._changed.set()
         with contextlib.suppress(NoNodeError, BadVersionError):
             await retry_on_connection_loss(
                 self._client, lambda: self._client.delete(node, version=self._version)
@@ -228,7 +257,7 @@ class Lease:
 
     async def __aenter__(self) -> Lease:
         if not await self.try_acquire():
-            raise NotOwnerError(f"lease {self.path!r} is held by someone else")
+            raise LeaseHeldError(self.path)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

@@ -20,11 +20,8 @@ from .._exceptions import (
     NoNodeError,
     NotOwnerError,
     OperationTimeoutError,
-    ZooKeeperError,
 )
-from .._session._batch import Transaction
-from .._session._client import Client
-from .._session._state import ErrorPolicy
+from .._session import Client, ErrorPolicy, Fence, Transaction, cleanup_scope
 from ._contenders import (
     LOCK_NAME,
     READ_LOCK_NAME,
@@ -32,7 +29,6 @@ from ._contenders import (
     Contender,
     Decision,
     Rule,
-    cleanup_scope,
     mutex_rule,
     read_rule,
     recipe_path,
@@ -175,7 +171,6 @@ class Mutex:
         self._data = default_node_data() if data is None else bytes(data)
         self._monitor = LossMonitor(client, error_policy or client.error_policy)
         self._holds: dict[asyncio.Task[Any], _LockHold] = {}
-        self._orphan_cleanups: set[asyncio.Task[None]] = set()
         self._mutex_rule = mutex_rule(1, self._lock_names)
 
     def __repr__(self) -> str:
@@ -270,9 +265,9 @@ class Mutex:
             task.get_name(),
             self.path,
         )
-        cleanup = task.get_loop().create_task(self._release_orphan(hold.contender))
-        self._orphan_cleanups.add(cleanup)
-        cleanup.add_done_callback(self._orphan_cleanups.discard)
+        self._client.start_background(
+            self._release_orphan(hold.contender), name=f"aiocoord-orphan-release {self.path}"
+        )
 
     async def _release_orphan(self, contender: Contender) -> None:
         with cleanup_scope(self._client):
@@ -356,13 +351,22 @@ class Mutex:
             raise not_owner(self.path)
         return hold.wait_lost()
 
-    def transaction(self) -> FencedTransaction:
+    def fence(self) -> Fence:
+        """The calling task's proof of holding, for any transaction to require.
+
+        ``client.transaction().guard(lock.fence())`` applies only while the lock
+        node exists; several fences (two locks, a lock and a lease) may guard
+        one transaction. NotOwnerError if the calling task holds nothing.
+        """
+        return Fence(self.node, self.path)
+
+    def transaction(self) -> Transaction:
         """A transaction that applies only while the calling task still holds the lock.
 
         It carries a check on the lock node: if the lock was lost (the node is
         gone), nothing is applied and ``commit()`` raises LockLostError.
         """
-        return FencedTransaction(self._client, self.node, self.path)
+        return self._client.transaction().guard(self.fence())
 
     async def participants(self) -> list[Participant]:
         """Every contender, in queue order (the first one holds), with its node data."""
@@ -382,24 +386,8 @@ class Mutex:
         ]
 
 
-class FencedTransaction(Transaction):
-    """A transaction guarded by a lock node's existence (see :meth:`Mutex.transaction`)."""
-
-    def __init__(self, client: Client, lock_node: str, lock_path: str) -> None:
-        super().__init__(client)
-        self._lock_path = lock_path
-        self.check(lock_node)
-
-    async def commit(self) -> list[Any]:
-        try:
-            results = await super().commit()
-        except ZooKeeperError as error:
-            if error.op_index == 0:
-                raise LockLostError(self._lock_path, "its node is gone") from error
-            if error.op_index is not None:
-                error.op_index -= 1
-            raise
-        return results[1:]
+FencedTransaction = Transaction
+"""What :meth:`Mutex.transaction` returns: a transaction guarded by a lock's fence."""
 
 
 class _SideOfReadWriteLock(Mutex):

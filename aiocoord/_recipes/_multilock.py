@@ -11,16 +11,20 @@ from typing import Any, Protocol
 import anyio
 
 from .._exceptions import NotOwnerError
+from .._session import Fence
 
 __all__ = ["Lockable", "MultiLock"]
 
 
 class Lockable(Protocol):
-    """Anything with ``acquire(timeout) -> bool`` and ``release()``: every lock here."""
+    """Anything with ``acquire(timeout) -> bool``, ``release()`` and ``fence()``:
+    every lock here."""
 
     async def acquire(self, timeout: float | None = None) -> bool: ...
 
     async def release(self) -> None: ...
+
+    def fence(self) -> Fence: ...
 
 
 class MultiLock:
@@ -77,6 +81,19 @@ class MultiLock:
         if not stack:
             del self._taken[task]
         await _release_all(taken)
+
+    @property
+    def is_held(self) -> bool:
+        """Whether the calling task holds every lock (through an acquire not yet released)."""
+        return bool(self._taken.get(asyncio.current_task()))
+
+    def fences(self) -> list[Fence]:
+        """One fence per lock the calling task holds: ``txn.guard(*multi.fences())``
+        applies only while it still holds all of them. NotOwnerError if it holds none."""
+        stack = self._taken.get(asyncio.current_task())
+        if not stack:
+            raise NotOwnerError("this MultiLock is not held by the calling task")
+        return [lock.fence() for lock in stack[-1]]
 
     async def __aenter__(self) -> MultiLock:
         await self.acquire()

@@ -19,15 +19,18 @@ from typing import Any
 import anyio
 
 from .. import _paths
-from .._exceptions import ConnectionLossError, NoNodeError, NotOwnerError, SessionExpiredError
-from .._session._client import Client, protected_marker
-from .._session._state import ErrorPolicy
-from ._contenders import (
+from .._exceptions import NoNodeError, NotOwnerError, SessionExpiredError
+from .._session import (
+    Client,
+    ErrorPolicy,
+    Fence,
+    OwnNode,
     cleanup_scope,
-    delete_own_node,
     delete_quietly,
-    recipe_path,
     retry_on_connection_loss,
+)
+from ._contenders import (
+    recipe_path,
 )
 from ._holding import Hold, LossMonitor
 from ._lock import HoldContext, Mutex, current_task, default_node_data
@@ -47,6 +50,17 @@ class SemaphoreLease(Hold):
         self._semaphore = semaphore
         self.node = node
         self.released = False
+
+    @property
+    def is_held(self) -> bool:
+        """Neither released nor lost."""
+        return not self.released and not self.lost
+
+    def fence(self) -> Fence:
+        """Proof of holding this lease, for a transaction to require (its node exists)."""
+        if self.released:
+            raise NotOwnerError(f"the lease {self.node!r} was released")
+        return Fence(self.node, self._semaphore.path)
 
     async def release(self) -> None:
         """Give the lease back (deleting its node, surviving connection loss)."""
@@ -172,10 +186,18 @@ class Semaphore:
 
         Raises _LeaseVanished (with the node cleaned up) if the node is lost.
         """
-        marker = protected_marker()
-        node: str | None = None
+        own = OwnNode(
+            self._client,
+            self._leases_path,
+            _LEASE_NAME,
+            self._data,
+            ephemeral=True,
+            sequential=True,
+        )
         try:
-            node, owner = await self._create_lease(marker)
+            await own.create()
+            assert own.path is not None and own.stat is not None
+            node, owner = own.path, own.stat.ephemeral_owner
             if await self._wait_for_room(node, owner, deadline):
                 # Registered before any await: the monitor sees every
                 # transition after the listing that granted the lease.
@@ -183,32 +205,13 @@ class Semaphore:
                 self._monitor.add(lease, owner)
                 return lease
         except SessionExpiredError:
-            await self._drop(node, marker)
+            await own.delete()
             raise _LeaseVanished from None
         except BaseException:
-            await self._drop(node, marker)
+            await own.delete()
             raise
-        await self._drop(node, marker)
+        await own.delete()
         return None
-
-    async def _create_lease(self, marker: str) -> tuple[str, int]:
-        """Create our lease node; return it and the session that owns it."""
-        client = self._client
-        target = f"{self._leases_path}/{marker}{_LEASE_NAME}"
-        while True:
-            try:
-                node, stat = await client.create_with_stat(
-                    target, self._data, ephemeral=True, sequential=True, container_parents=True
-                )
-                return node, stat.ephemeral_owner
-            except ConnectionLossError as error:
-                if not error.sent:
-                    continue
-                found = await retry_on_connection_loss(
-                    client, lambda: client.find_protected(self._leases_path, marker)
-                )
-                if found is not None:
-                    return found[0], found[1].ephemeral_owner
 
     async def _wait_for_room(self, node: str, owner: int, deadline: float | None) -> bool:
         """True once the leases, ours among them, are within ``max_leases``; False at
@@ -235,9 +238,6 @@ class Semaphore:
                     return False
             finally:
                 watch.cancel()
-
-    async def _drop(self, node: str | None, marker: str) -> None:
-        await delete_own_node(self._client, self._leases_path, node, marker)
 
     async def __aenter__(self) -> SemaphoreLease:
         leases = await self.acquire(1)
@@ -327,6 +327,14 @@ class SemaphoreMutex:
 
     def _hold_of_caller(self) -> Hold | None:
         return self._lease_for_caller()
+
+    def fence(self) -> Fence:
+        """The calling task's proof of holding, for a transaction to require
+        (see :meth:`Mutex.fence`); NotOwnerError if not held."""
+        lease = self._lease_for_caller()
+        if lease is None:
+            raise NotOwnerError(f"{self.path!r} is not held")
+        return lease.fence()
 
     def wait_lost(self) -> Coroutine[Any, Any, None]:
         """Wait until the held lease is lost (NotOwnerError if not held)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -18,22 +17,17 @@ from .._exceptions import (
     ClientClosedError,
     CoordinationError,
     CorruptValueError,
+    CounterOverflowError,
     NodeExistsError,
     NoNodeError,
     SessionExpiredError,
 )
-from .._session._broadcast import Broadcast, Subscription
-from .._session._client import Client
-from .._session._state import ConnectionState
-from .._session._watch import Watch
-from .._types import Stat
-from ._counter import CounterOverflowError
+from .._session import Broadcast, Client, ConnectionState, Subscription, Watch
+from .._types import Codec, Stat
 
 __all__ = ["SharedCount", "VersionedValue"]
 
 T = TypeVar("T")
-
-_INT = struct.Struct(">i")
 
 log = logging.getLogger("aiocoord")
 
@@ -85,18 +79,16 @@ class SharedCount:
         """Set on each reconnection: the value must be read again and announced."""
         self._wait_scope: anyio.CancelScope | None = None
 
-    def _encode(self, value: int) -> bytes:
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise TypeError(f"count must be int, not {type(value).__name__}")
-        if not -(2**31) <= value < 2**31:
-            raise CounterOverflowError(f"{value} does not fit a 32-bit SharedCount")
-        return _INT.pack(value)
+    @staticmethod
+    def _encode(value: int) -> bytes:
+        """Curator's 4-byte encoding; a value too wide is a CounterOverflowError."""
+        try:
+            return Codec.INT.encode(value)
+        except OverflowError:
+            raise CounterOverflowError(f"{value} does not fit a 32-bit SharedCount") from None
 
     def _decode(self, data: bytes) -> int:
-        if len(data) != 4:
-            raise CorruptValueError(self.path, data, "a 4-byte SharedCount value")
-        value: int = _INT.unpack(data)[0]
-        return value
+        return Codec.INT.decode(data, self.path)
 
     # --- life cycle -------------------------------------------------------------
 
@@ -127,7 +119,11 @@ class SharedCount:
             data, stat = snapshot
             self._current = VersionedValue(stat.version, self._decode(data))
             self._mzxid = stat.mzxid
-            self._watcher = asyncio.get_running_loop().create_task(self._watch(watch))
+            self._watcher = self._client.start_background(
+                self._watch(watch),
+                name=f"aiocoord-shared-count {self.path}",
+                on_error=self._changes.close,
+            )
         except BaseException:
             if watch is not None:
                 watch.cancel()

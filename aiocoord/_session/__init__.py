@@ -1,1 +1,85 @@
-"""Layer 1: the session. The only package that talks to aiozk."""
+"""Layer 1: the session. The only package that talks to aiozk or the wire.
+
+Recipes (layer 2) import from this package, never from its modules. What
+they may use:
+
+- :class:`Client` and what it returns: :class:`Transaction` (with
+  :class:`Fence` guards), :class:`Pipeline`, :class:`Watch`.
+- States: :class:`ConnectionState`, :class:`ErrorPolicy`; fan-out of values
+  to listeners and async iterators: :class:`Broadcast`, :class:`Subscription`.
+- A recipe's own nodes: :class:`OwnNode` (protected create, optionally with a
+  listing in the same round trip, and a sure delete), and the helpers around
+  it: :func:`retry_on_connection_loss`, :func:`cleanup_scope`,
+  :func:`delete_quietly`, :func:`protected_marker`.
+- Retries: :class:`RetryPolicy` and its kinds, :func:`call_with_retry`.
+
+The modules' other names are the session's own. The test kit (layer 3) may
+also use the wire-level ``_connection`` and ``_zk`` modules to act as a
+second client (session expiry).
+"""
+
+from ._batch import Fence, Pipeline, Transaction
+from ._broadcast import Broadcast, Subscription
+from ._client import Client, StateChanges, connect, drop_connection
+from ._nodes import (
+    PROTECTED_PREFIX,
+    OwnNode,
+    cleanup_bound,
+    cleanup_scope,
+    delete_quietly,
+    find_protected,
+    protected_marker,
+    retry_on_connection_loss,
+)
+from ._options import DEFAULT_MAX_DATA_SIZE, ClientOptions
+from ._requests import CreateOptions
+from ._retry import (
+    BoundedExponentialBackoff,
+    ExponentialBackoff,
+    RetryForever,
+    RetryNTimes,
+    RetryPolicy,
+    RetryUntilElapsed,
+    call_with_retry,
+    is_retryable,
+)
+from ._state import ConnectionState, ErrorPolicy, SessionErrorPolicy, StandardErrorPolicy
+from ._watch import PersistentWatch, Watch, WatchKind
+
+__all__ = [
+    "DEFAULT_MAX_DATA_SIZE",
+    "PROTECTED_PREFIX",
+    "BoundedExponentialBackoff",
+    "Broadcast",
+    "Client",
+    "ClientOptions",
+    "ConnectionState",
+    "CreateOptions",
+    "ErrorPolicy",
+    "ExponentialBackoff",
+    "Fence",
+    "OwnNode",
+    "PersistentWatch",
+    "Pipeline",
+    "RetryForever",
+    "RetryNTimes",
+    "RetryPolicy",
+    "RetryUntilElapsed",
+    "SessionErrorPolicy",
+    "StandardErrorPolicy",
+    "StateChanges",
+    "Subscription",
+    "Transaction",
+    "Watch",
+    "WatchKind",
+    "call_with_retry",
+    "cleanup_bound",
+    "cleanup_scope",
+    "connect",
+    "delete_quietly",
+    "drop_connection",
+    "find_protected",
+    "is_retryable",
+    "protected_marker",
+    "retry_on_connection_loss",
+]

@@ -3,50 +3,45 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Unpack
 
-from .._exceptions import CoordinationError, NoNodeError
-from .._types import ACL, Stat
+from .._exceptions import CoordinationError, LockLostError, NoNodeError, ZooKeeperError
+from .._types import Stat
 from . import _zk
+from ._engine import SessionEngine
+from ._requests import CreateOptions, RequestBuilder
 
-if TYPE_CHECKING:
-    from ._client import Client
+__all__ = ["Fence", "Pipeline", "Transaction"]
 
-__all__ = ["Pipeline", "Transaction"]
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """A holder's proof of ownership, for a transaction to require (:meth:`Transaction.guard`).
+
+    The transaction applies only while ``node`` exists (at ``version``, if >= 0);
+    otherwise it applies nothing and raises LockLostError naming ``owner``.
+    Holder recipes hand one out from ``fence()``.
+    """
+
+    node: str
+    """The node whose existence proves the hold (a lock node, a lease node)."""
+    owner: str
+    """The recipe's path, for the error."""
+    version: int = -1
 
 
 class _Builder:
     """Shared request building: every method validates its input at once."""
 
-    def __init__(self, client: Client) -> None:
-        self._client = client
+    def __init__(self, requests: RequestBuilder, engine: SessionEngine) -> None:
+        self._requests = requests
+        self._engine = engine
         self._ops: list[_zk.Op] = []
 
     def __len__(self) -> int:
         return len(self._ops)
-
-    def _add_create(
-        self,
-        path: str,
-        data: bytes,
-        acl: Sequence[ACL] | None,
-        ephemeral: bool,
-        sequential: bool,
-        container: bool,
-        ttl: float | None,
-    ) -> None:
-        self._ops.append(
-            self._client._create_request(
-                path,
-                data,
-                acl=acl,
-                ephemeral=ephemeral,
-                sequential=sequential,
-                container=container,
-                ttl=ttl,
-            )
-        )
 
 
 class Transaction(_Builder):
@@ -57,40 +52,57 @@ class Transaction(_Builder):
     and nothing was applied.
     """
 
-    def create(
-        self,
-        path: str,
-        data: bytes = b"",
-        *,
-        acl: Sequence[ACL] | None = None,
-        ephemeral: bool = False,
-        sequential: bool = False,
-        container: bool = False,
-        ttl: float | None = None,
-    ) -> Transaction:
-        self._add_create(path, data, acl, ephemeral, sequential, container, ttl)
+    def __init__(self, requests: RequestBuilder, engine: SessionEngine) -> None:
+        super().__init__(requests, engine)
+        self._fences: dict[int, Fence] = {}
+
+    def create(self, path: str, data: bytes = b"", **options: Unpack[CreateOptions]) -> Transaction:
+        self._ops.append(self._requests.create(path, data, **options))
         return self
 
     def delete(self, path: str, *, version: int = -1) -> Transaction:
-        self._ops.append(self._client._delete_request(path, version))
+        self._ops.append(self._requests.delete(path, version))
         return self
 
     def set(self, path: str, data: bytes, *, version: int = -1) -> Transaction:
-        self._ops.append(self._client._set_request(path, data, version))
+        self._ops.append(self._requests.set(path, data, version))
         return self
 
     def check(self, path: str, version: int = -1) -> Transaction:
         """Require ``path`` to exist (and, if ``version`` >= 0, to be at that version)."""
-        self._ops.append(self._client._check_request(path, version))
+        self._ops.append(self._requests.check(path, version))
+        return self
+
+    def guard(self, *fences: Fence) -> Transaction:
+        """Apply only while each fence's holder still holds (else LockLostError).
+
+        Several guards (two locks, a lock and a lease) may fence one
+        transaction. A guard has no entry in :meth:`commit`'s results and
+        does not count in an error's ``op_index``.
+        """
+        for fence in fences:
+            self._fences[len(self._ops)] = fence
+            self._ops.append(self._requests.check(fence.node, fence.version))
         return self
 
     async def commit(self) -> list[str | Stat | None]:
         if not self._ops:
             return []
-        raw: list[_zk.MultiResult] = await self._client._call(_zk.multi_op(self._ops))
-        user_path = self._client._user_path
+        try:
+            raw: list[_zk.MultiResult] = await self._engine.call(_zk.multi_op(self._ops))
+        except ZooKeeperError as error:
+            index = error.op_index
+            if index is not None and index in self._fences:
+                fence = self._fences[index]
+                raise LockLostError(fence.owner, "its node is gone") from error
+            if index is not None:
+                error.op_index = index - sum(1 for i in self._fences if i < index)
+            raise
+        user_path = self._requests.user_path
         results: list[str | Stat | None] = []
-        for item in raw:
+        for i, item in enumerate(raw):
+            if i in self._fences:
+                continue
             if isinstance(item, str):
                 results.append(user_path(item))
             elif item is None or isinstance(item, Stat):  # Stat is a tuple: test it first
@@ -110,8 +122,8 @@ class Pipeline(_Builder):
     new node.
     """
 
-    def __init__(self, client: Client) -> None:
-        super().__init__(client)
+    def __init__(self, requests: RequestBuilder, engine: SessionEngine) -> None:
+        super().__init__(requests, engine)
         self._finish: list[Callable[[Any], Any]] = []
 
     def _push(self, op: _zk.Op, finish: Callable[[Any], Any]) -> Pipeline:
@@ -119,48 +131,38 @@ class Pipeline(_Builder):
         self._finish.append(finish)
         return self
 
-    def create(
-        self,
-        path: str,
-        data: bytes = b"",
-        *,
-        acl: Sequence[ACL] | None = None,
-        ephemeral: bool = False,
-        sequential: bool = False,
-        container: bool = False,
-        ttl: float | None = None,
-    ) -> Pipeline:
+    def create(self, path: str, data: bytes = b"", **options: Unpack[CreateOptions]) -> Pipeline:
         """Result: ``(created path, Stat)``."""
-        self._add_create(path, data, acl, ephemeral, sequential, container, ttl)
-        user_path = self._client._user_path
-        self._finish.append(lambda r: (user_path(r[0]), r[1]))
-        return self
+        user_path = self._requests.user_path
+        return self._push(
+            self._requests.create(path, data, **options), lambda r: (user_path(r[0]), r[1])
+        )
 
     def get(self, path: str) -> Pipeline:
         """Result: ``(data, Stat)``."""
-        return self._push(self._client._get_request(path), _same)
+        return self._push(self._requests.get(path), _same)
 
     def set(self, path: str, data: bytes, *, version: int = -1) -> Pipeline:
         """Result: the new Stat."""
-        return self._push(self._client._set_request(path, data, version), _same)
+        return self._push(self._requests.set(path, data, version), _same)
 
     def delete(self, path: str, *, version: int = -1) -> Pipeline:
         """Result: None."""
-        return self._push(self._client._delete_request(path, version), _same)
+        return self._push(self._requests.delete(path, version), _same)
 
     def exists(self, path: str) -> Pipeline:
         """Result: the Stat, or None if the node does not exist."""
-        return self._push(self._client._exists_request(path), _same)
+        return self._push(self._requests.exists(path), _same)
 
     def children(self, path: str) -> Pipeline:
         """Result: ``(names, parent Stat)``."""
-        return self._push(self._client._children_request(path), _same)
+        return self._push(self._requests.children(path), _same)
 
     async def execute(self) -> list[Any]:
         """Send every request at once; each entry is a result or a CoordinationError."""
         if not self._ops:
             return []
-        conn = await self._client._connection()
+        conn = await self._engine.connection()
         futures = conn.submit_all(self._ops)
         outcomes = await asyncio.gather(*futures, return_exceptions=True)
         results: list[Any] = []

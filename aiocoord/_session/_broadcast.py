@@ -21,13 +21,15 @@ class Subscription(Generic[T]):
     """Every value published after its creation, in order, as an async iterator.
 
     Values queue up until read (none are dropped); iteration ends when the
-    publisher closes. ``aclose()`` or ``async with`` stops listening early.
+    publisher closes, after the values queued before, or raises the error the
+    publisher failed with. ``aclose()`` or ``async with`` stops listening early.
     """
 
     def __init__(self, hub: Broadcast[T]) -> None:
         self._queue: deque[T] = deque()
         self._wakeup = asyncio.Event()
         self._ended = False
+        self._error: BaseException | None = None
         self._hub = hub
         hub._subscriptions.add(self)
 
@@ -35,8 +37,9 @@ class Subscription(Generic[T]):
         self._queue.append(value)
         self._wakeup.set()
 
-    def _end(self) -> None:
+    def _end(self, error: BaseException | None = None) -> None:
         self._ended = True
+        self._error = error
         self._wakeup.set()
 
     def __aiter__(self) -> Subscription[T]:
@@ -45,6 +48,9 @@ class Subscription(Generic[T]):
     async def __anext__(self) -> T:
         while not self._queue:
             if self._ended:
+                if self._error is not None:
+                    error, self._error = self._error, None
+                    raise error
                 raise StopAsyncIteration
             self._wakeup.clear()
             await self._wakeup.wait()
@@ -87,7 +93,8 @@ class Broadcast(Generic[T]):
         for subscription in list(self._subscriptions):
             subscription._push(value)
 
-    def close(self) -> None:
+    def close(self, error: BaseException | None = None) -> None:
+        """End every subscription: cleanly, or (with ``error``) by raising it to each."""
         for subscription in list(self._subscriptions):
-            subscription._end()
+            subscription._end(error)
         self._subscriptions.clear()

@@ -29,6 +29,10 @@ EventHandler = Callable[[bytes], None]
 ClosedHandler = Callable[["Connection"], None]
 
 
+class _ProtocolViolation(Exception):
+    """The server sent something no request asked for."""
+
+
 class _Pending:
     __slots__ = ("future", "hook", "op")
 
@@ -114,6 +118,8 @@ class Connection(asyncio.Protocol):
         try:
             while end - offset >= 4:
                 (size,) = _zk.SIZE.unpack_from(buffer, offset)
+                if size < 0:
+                    raise ValueError(f"negative frame length {size}")
                 stop = offset + 4 + size
                 if stop > end:
                     break
@@ -134,6 +140,11 @@ class Connection(asyncio.Protocol):
                     break
                 else:
                     self._handshake.set_result(_zk.parse_connect_reply(frame))
+        except _ProtocolViolation as violation:
+            # The Java client gives up on such a connection too; the session
+            # task reconnects, and requests in flight fail as connection loss.
+            log.warning("%s:%s sent %s; dropping the connection", *self.peer, violation)
+            self.abort()
         except Exception:
             log.exception("malformed frame from %s:%s; dropping the connection", *self.peer)
             self.abort()
@@ -160,7 +171,7 @@ class Connection(asyncio.Protocol):
             return
         item = self._pending.pop(xid, None)
         if item is None:
-            raise RuntimeError(f"reply for unknown xid {xid}")
+            raise _ProtocolViolation(f"a reply for xid {xid} (error {err}), which is no request's")
         future = item.future
         if future.done():  # the caller gave up waiting
             return

@@ -1,22 +1,26 @@
-"""One-shot ZooKeeper watches as awaitable objects.
+"""ZooKeeper watches as awaitable objects and async iterators.
 
-The server keeps one watch per (path, kind) and connection and fires it once.
-The client side keeps every local waiter for that watch in a
-:class:`WatchRegistry`; a fired event resolves all of them. Watches are
-registered from the reply handler, before the next frame is read, so an event
-that follows the reply always finds its waiter.
+One-shot watches: the server keeps one per (path, kind) and connection and
+fires it once. Persistent watches (ZooKeeper >= 3.6, ``addWatch``) stay until
+removed, on one node or on a whole subtree (recursive). The server sends each
+event once per connection; the client side keeps every local waiter in a
+:class:`WatchRegistry` and hands the event to each that it concerns. Watches
+are registered from the reply handler, before the next frame is read, so an
+event that follows the reply always finds its waiter.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import enum
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
+from .._exceptions import ClientClosedError
 from .._types import EventType, WatchEvent
 
-__all__ = ["Watch", "WatchKind", "WatchRegistry"]
+__all__ = ["PersistentWatch", "Watch", "WatchKind", "WatchRegistry"]
 
 
 class WatchKind(enum.Enum):
@@ -25,6 +29,13 @@ class WatchKind(enum.Enum):
     EXIST = "exist"
     """Set by exists on a node that does not exist."""
     CHILD = "child"
+    PERSISTENT = "persistent"
+    """Every event on one node, until removed (``addWatch``)."""
+    RECURSIVE = "persistent-recursive"
+    """Created, changed and deleted events on a node and all below it, until removed."""
+
+
+_ONE_SHOT = (WatchKind.DATA, WatchKind.EXIST, WatchKind.CHILD)
 
 
 # Which local watch kinds an event type fires (ZooKeeper's client rules).
@@ -80,7 +91,11 @@ class WatchRegistry:
     """Every pending local watch, by kind and server path."""
 
     def __init__(self) -> None:
-        self._by_kind: dict[WatchKind, dict[str, set[Watch]]] = {k: {} for k in WatchKind}
+        self._by_kind: dict[WatchKind, dict[str, set[Watch]]] = {k: {} for k in _ONE_SHOT}
+        self._persistent: dict[WatchKind, dict[str, set[PersistentWatch]]] = {
+            WatchKind.PERSISTENT: {},
+            WatchKind.RECURSIVE: {},
+        }
 
     def add(self, watch: Watch) -> None:
         self._by_kind[watch.kind].setdefault(watch._server_path, set()).add(watch)
@@ -93,6 +108,28 @@ class WatchRegistry:
             if not waiters:
                 del table[watch._server_path]
 
+    def add_persistent(self, watch: PersistentWatch) -> None:
+        self._persistent[watch.kind].setdefault(watch.server_path, set()).add(watch)
+
+    def discard_persistent(self, watch: PersistentWatch) -> bool:
+        """Forget ``watch``; True if it was the last local one of its kind on its path
+        (so the server-side watch can go too)."""
+        table = self._persistent[watch.kind]
+        waiters = table.get(watch.server_path)
+        if waiters is None or watch not in waiters:
+            return False
+        waiters.discard(watch)
+        if waiters:
+            return False
+        del table[watch.server_path]
+        return True
+
+    def watching(self, server_path: str) -> bool:
+        """Whether any local watch, of any kind, waits on ``server_path``."""
+        return any(server_path in table for table in self._by_kind.values()) or any(
+            server_path in table for table in self._persistent.values()
+        )
+
     def fire(self, event_type: EventType, server_path: str, user_path: str) -> None:
         event = WatchEvent(event_type, user_path)
         for kind in _FIRES[event_type]:
@@ -100,6 +137,15 @@ class WatchRegistry:
             for watch in waiters or ():
                 if not watch._future.done():
                     watch._future.set_result(event)
+        for persistent in self._persistent[WatchKind.PERSISTENT].get(server_path, ()):
+            persistent._push(event)
+        recursive = self._persistent[WatchKind.RECURSIVE]
+        if recursive and event_type is not EventType.CHILD:
+            # A recursive watch sees its node and everything below; the server
+            # sends no child events for it (those come only from other watches).
+            for ancestor in _self_and_ancestors(server_path):
+                for persistent in recursive.get(ancestor, ()):
+                    persistent._push(event)
 
     def fail_all(self, error: BaseException) -> None:
         for table in self._by_kind.values():
@@ -111,14 +157,124 @@ class WatchRegistry:
                     # Nobody may be awaiting a watch the session took away;
                     # mark the exception retrieved so asyncio does not log it.
                     watch._future.exception()
+        for ptable in self._persistent.values():
+            persistent = [w for ws in ptable.values() for w in ws]
+            ptable.clear()
+            for pwatch in persistent:
+                pwatch._end(error)
 
     def paths(self, kind: WatchKind) -> list[str]:
+        if kind in self._persistent:
+            return list(self._persistent[kind])
         return list(self._by_kind[kind])
 
     def __len__(self) -> int:
-        return sum(len(ws) for table in self._by_kind.values() for ws in table.values())
+        one_shot = sum(len(ws) for table in self._by_kind.values() for ws in table.values())
+        persistent = sum(len(ws) for table in self._persistent.values() for ws in table.values())
+        return one_shot + persistent
 
-    def __iter__(self) -> Iterator[Watch]:
+    def __iter__(self) -> Iterator[Watch | PersistentWatch]:
         for table in self._by_kind.values():
             for waiters in table.values():
                 yield from waiters
+        for ptable in self._persistent.values():
+            for pwaiters in ptable.values():
+                yield from pwaiters
+
+
+def _self_and_ancestors(path: str) -> Iterator[str]:
+    yield path
+    while path not in ("/", ""):
+        path = path.rpartition("/")[0] or "/"
+        yield path
+
+
+class PersistentWatch:
+    """A persistent watch: ``async for event in watch`` yields every event it sees.
+
+    Events wait in the watch until read, in the order the server sent them.
+    The watch survives reconnection to the same session (it is re-armed), but
+    the server does not replay what changed while the client was disconnected:
+    after RECONNECTED, re-read what matters. Iteration ends when the watch is
+    closed (:meth:`aclose`) or the client closes. It raises
+    :class:`~aiocoord.SessionExpiredError` if the session is lost, since the
+    server forgot the watch and events may have been missed: read the state
+    afresh and add a new watch.
+    """
+
+    def __init__(
+        self,
+        registry: WatchRegistry,
+        kind: WatchKind,
+        path: str,
+        server_path: str,
+        remove: Callable[[PersistentWatch], object],
+    ) -> None:
+        self._registry = registry
+        self.kind = kind
+        self.path = path
+        self.server_path = server_path
+        self._remove = remove
+        self._events: collections.deque[WatchEvent] = collections.deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._error: BaseException | None = None
+        self._closed = False
+
+    @property
+    def recursive(self) -> bool:
+        return self.kind is WatchKind.RECURSIVE
+
+    @property
+    def pending(self) -> int:
+        """Events received and not yet read."""
+        return len(self._events)
+
+    def _push(self, event: WatchEvent) -> None:
+        if self._closed:
+            return
+        self._events.append(event)
+        self._wake()
+
+    def _end(self, error: BaseException | None) -> None:
+        self._closed = True
+        if error is not None and not isinstance(error, ClientClosedError):
+            self._error = error
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def __aiter__(self) -> PersistentWatch:
+        return self
+
+    async def __anext__(self) -> WatchEvent:
+        while not self._events:
+            if self._error is not None:
+                error, self._error = self._error, None
+                raise error
+            if self._closed:
+                raise StopAsyncIteration
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._events.popleft()
+
+    async def aclose(self) -> None:
+        """Stop watching; the server-side watch goes when no local one needs it."""
+        if self._closed:
+            return
+        self._end(None)
+        self._remove(self)
+
+    async def __aenter__(self) -> PersistentWatch:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._events)} pending"
+        return f"<PersistentWatch {self.kind.value} {self.path!r} {state}>"

@@ -43,6 +43,7 @@ OP_AUTH: Final = 100
 OP_SET_WATCHES: Final = 101
 OP_SET_WATCHES2: Final = 105
 OP_ADD_WATCH: Final = 106
+OP_REMOVE_WATCHES: Final = 18
 OP_CLOSE: Final = -11
 
 XID_WATCH_EVENT: Final = -1
@@ -305,6 +306,18 @@ def add_watch_op(user_path: str, server_path: str, recursive: bool) -> Op:
     mode = ADD_WATCH_PERSISTENT_RECURSIVE if recursive else ADD_WATCH_PERSISTENT
     record = _AddWatchRequest(path=server_path, mode=mode)
     return Op(OP_ADD_WATCH, _record_payload(record), user_path, _none)
+
+
+WATCHER_TYPE_ANY: Final = 3
+WATCHER_TYPE_PERSISTENT: Final = 4
+"""Servers before 3.9 refuse this type (a marshalling error): only ANY removes there."""
+WATCHER_TYPE_PERSISTENT_RECURSIVE: Final = 5
+
+
+def remove_watches_op(user_path: str, server_path: str, watcher_type: int) -> Op:
+    """Remove this connection's watches of ``watcher_type`` on a path."""
+    payload = _string(server_path) + _INT.pack(watcher_type)
+    return Op(OP_REMOVE_WATCHES, payload, user_path, _none)
 
 
 # --- multi ------------------------------------------------------------------

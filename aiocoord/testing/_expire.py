@@ -11,10 +11,9 @@ import itertools
 
 import anyio
 
-from .._session import _zk
-from .._session._client import Client
+from .._session import Client, ConnectionState, _zk
+from .._session import drop_connection as _drop_connection
 from .._session._connection import open_connection
-from .._session._state import ConnectionState
 
 __all__ = ["drop_connection", "expire_session"]
 
@@ -85,7 +84,4 @@ def drop_connection(client: Client) -> None:
     reconnects on its own. Requests in flight fail with
     ``ConnectionLossError(sent=True)``.
     """
-    conn = client._conn
-    if conn is None:
-        raise RuntimeError("the client is not connected")
-    conn.abort()
+    _drop_connection(client)

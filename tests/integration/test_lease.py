@@ -8,7 +8,14 @@ from collections.abc import Callable
 import pytest
 
 import aiocoord
-from aiocoord import Lease, LockLostError, TTLNodesDisabledError
+from aiocoord import (
+    Lease,
+    LeaseHeldError,
+    LockLostError,
+    Mutex,
+    NotOwnerError,
+    TTLNodesDisabledError,
+)
 from aiocoord.testing import ZooKeeperServer
 
 pytestmark = pytest.mark.timeout(60)
@@ -101,3 +108,55 @@ def test_bad_arguments() -> None:
         Lease(client, "/x", ttl=0, holder="h")
     with pytest.raises(aiocoord.InvalidPathError):
         Lease(client, "x", ttl=1, holder="h")
+
+
+async def test_entering_a_lease_held_by_another_raises_lease_held(
+    client_factory: ClientFactory,
+) -> None:
+    a, b = client_factory(), client_factory()
+    await asyncio.gather(a.start(), b.start())
+    async with Lease(a, "/held", ttl=30, holder="a"):
+        with pytest.raises(LeaseHeldError) as caught:
+            async with Lease(b, "/held", ttl=30, holder="b"):
+                pass
+        assert caught.value.path == "/held"
+        assert not isinstance(caught.value, NotOwnerError)
+
+
+async def test_one_transaction_fenced_by_a_lock_and_a_lease(
+    client_factory: ClientFactory,
+) -> None:
+    client = client_factory()
+    await client.start()
+    await client.create("/data", b"0")
+    lease = Lease(client, "/both-lease", ttl=30, holder="h")
+    mutex = Mutex(client, "/both-lock")
+    async with mutex:
+        assert await lease.try_acquire()
+        fences = (mutex.fence(), lease.fence())
+        await client.transaction().guard(*fences).set("/data", b"1").commit()
+        await lease.release()
+        with pytest.raises(LockLostError) as caught:
+            await client.transaction().guard(*fences).set("/data", b"2").commit()
+        assert caught.value.path == "/both-lease"
+    assert (await client.get("/data"))[0] == b"1"
+    with pytest.raises(NotOwnerError):
+        lease.fence()
+
+
+async def test_wait_lost_returns_on_release_and_on_lapse(client_factory: ClientFactory) -> None:
+    client = client_factory()
+    await client.start()
+    lease = Lease(client, "/waiting", ttl=30, holder="h")
+    with pytest.raises(NotOwnerError):
+        await lease.wait_lost()
+    assert await lease.try_acquire()
+    waiter = asyncio.create_task(lease.wait_lost())
+    await asyncio.sleep(0)
+    assert not waiter.done()
+    await lease.release()
+    await waiter
+    short = Lease(client, "/lapsing", ttl=0.3, holder="h")
+    assert await short.try_acquire()
+    await short.wait_lost()  # nobody renews: it lapses by the local clock
+    assert not short.is_held

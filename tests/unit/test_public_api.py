@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
+import pickle
+
 import aiocoord
 import aiocoord.testing
 
@@ -26,3 +29,26 @@ def test_aiozk_does_not_leak_into_the_public_surface() -> None:
     for name in aiocoord.__all__:
         module = getattr(getattr(aiocoord, name), "__module__", "") or ""
         assert not module.startswith("aiozk"), name
+
+
+def test_public_classes_and_functions_say_they_live_in_aiocoord() -> None:
+    for name in aiocoord.__all__:
+        obj = getattr(aiocoord, name)
+        if isinstance(obj, type) or inspect.isfunction(obj):
+            assert obj.__module__ == "aiocoord", name
+            assert pickle.loads(pickle.dumps(obj)) is obj, name
+
+
+def test_moved_errors_keep_their_place_in_the_hierarchy() -> None:
+    unknown = aiocoord.OutcomeUnknownError("/c")
+    assert isinstance(unknown, aiocoord.ConnectionLossError) and unknown.sent
+    assert str(unknown) == "write to '/c' may or may not have been applied"
+    assert issubclass(aiocoord.CounterOverflowError, OverflowError)
+    bound = aiocoord.BoundExceededError("/c", 0, -1, 0, None)
+    assert str(bound) == "'/c': 0 - 1 leaves [0, +inf]"
+    assert (bound.path, bound.value, bound.delta) == ("/c", 0, -1)
+
+
+def test_atomic_failures_equal_their_documented_strings() -> None:
+    assert list(aiocoord.AtomicFailure) == ["contention", "bound", "mismatch"]
+    assert aiocoord.AtomicFailure("bound") is aiocoord.AtomicFailure.BOUND

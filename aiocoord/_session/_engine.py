@@ -1,0 +1,461 @@
+"""The session engine: one ZooKeeper session kept alive across connections.
+
+A background task owns the connection. It connects (trying each host in turn),
+keeps the session alive with pings, notices a dead connection within
+milliseconds (socket closed) or within two thirds of the session timeout (server
+silent), reconnects with short back-off, re-arms watches, and turns all of that
+into :class:`ConnectionState` transitions.
+
+Requests never get re-sent behind the caller's back: one that was in flight when
+the connection dropped fails with ``ConnectionLossError(sent=True)``; one issued
+while SUSPENDED waits for the session to come back (or fails with
+SessionExpiredError if it does not).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from .._exceptions import (
+    AuthFailedError,
+    ClientClosedError,
+    ConnectionLossError,
+    CoordinationError,
+    DataTooLargeError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
+from .._types import EventType
+from . import _zk
+from ._broadcast import Broadcast
+from ._connection import Connection, ReplyHook, open_connection
+from ._options import Settings, parse_hosts
+from ._requests import RequestBuilder
+from ._state import ConnectionState
+from ._watch import WatchKind, WatchRegistry
+
+__all__ = ["SessionEngine"]
+
+log = logging.getLogger("aiocoord")
+
+_MAX_BACKOFF = 0.5
+_CLOSE_TIMEOUT = 2.0
+_ZERO_PASSWORD = b"\x00" * 16
+
+
+class SessionEngine:
+    """Connects, keeps the session, reports states, and carries requests.
+
+    The client facade, transactions and pipelines send through :meth:`call`
+    and :meth:`connection`; everything else here is the session task's.
+    """
+
+    def __init__(
+        self,
+        hosts: str | Sequence[str | tuple[str, int]],
+        settings: Settings,
+        requests: RequestBuilder,
+        watches: WatchRegistry,
+    ) -> None:
+        self._hosts = parse_hosts(hosts)
+        self._session_timeout = float(settings.session_timeout)
+        self._connect_timeout = settings.connect_timeout_for(len(self._hosts))
+        self._auth = settings.credentials
+        self._allow_read_only = settings.read_only
+        self._ssl = settings.ssl_context
+        self._requests = requests
+        self._watches = watches
+
+        self.states: Broadcast[ConnectionState] = Broadcast()
+        """Every state transition, in order."""
+        self.state: ConnectionState | None = None
+        """The last state reported (None before the first connection)."""
+        self._conn: Connection | None = None
+        self._ready: asyncio.Future[Connection] | None = None
+        self.session_id = 0
+        """The current session's id; 0 while there is none."""
+        self._password = _ZERO_PASSWORD
+        self.negotiated_timeout = self._session_timeout
+        """The timeout the server granted (seconds); the requested one before connecting."""
+        self._last_zxid = 0
+        self._session_lost = False
+        self._runner: asyncio.Task[None] | None = None
+        self._closing = False
+        self.closed = False
+        self._fatal: BaseException | None = None
+        self._suspended_at: float | None = None
+        self._deferred_events: list[tuple[EventType, str]] | None = None
+        self._host_index = random.randrange(len(self._hosts))
+
+    # --- facts ------------------------------------------------------------------
+
+    @property
+    def hosts(self) -> list[tuple[str, int]]:
+        return list(self._hosts)
+
+    @property
+    def client_id(self) -> tuple[int, bytes] | None:
+        if not self.session_id:
+            return None
+        return self.session_id, self._password
+
+    @property
+    def connected(self) -> bool:
+        return self._conn is not None
+
+    @property
+    def peer(self) -> tuple[str, int] | None:
+        return self._conn.peer if self._conn is not None else None
+
+    def set_max_request_size(self, value: int) -> None:
+        if self._conn is not None:
+            self._conn.max_request_size = value
+
+    # --- lifecycle --------------------------------------------------------------
+
+    async def start(self, timeout: float | None) -> None:
+        """Connect and wait for the first session; see :meth:`Client.start`."""
+        if self._runner is not None:
+            raise RuntimeError("client already started")
+        if self.closed:
+            raise ClientClosedError("client is closed")
+        loop = asyncio.get_running_loop()
+        self._ready = loop.create_future()
+        self._runner = loop.create_task(self._run(), name="aiocoord-session")
+        limit = self._session_timeout if timeout is None else timeout
+        try:
+            async with asyncio.timeout(limit):
+                await asyncio.shield(self._ready)
+        except TimeoutError:
+            await self.close()
+            hosts = ",".join(f"{h}:{p}" for h, p in self._hosts)
+            raise OperationTimeoutError(
+                f"no ZooKeeper server at {hosts} within {limit} s"
+            ) from None
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        """End the session (its ephemeral nodes go at once) and stop the session task."""
+        if self.closed:
+            return
+        self._closing = True
+        conn = self._conn
+        if conn is not None and conn.is_open:
+            with contextlib.suppress(CoordinationError, TimeoutError, OSError):
+                async with asyncio.timeout(_CLOSE_TIMEOUT):
+                    await conn.submit(_zk.close_op())
+        if self._runner is not None:
+            self._runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._runner
+        if conn is not None:
+            conn.close()
+        self._conn = None
+        self.closed = True
+        error = ClientClosedError("client closed")
+        self._watches.fail_all(error)
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_exception(error)
+            self._ready.exception()
+        self.states.close()
+
+    def drop_connection(self) -> None:
+        """Cut the socket abruptly, as a network failure would (the session stays)."""
+        conn = self._conn
+        if conn is None:
+            raise RuntimeError("the client is not connected")
+        conn.abort()
+
+    # --- the session task -----------------------------------------------------
+
+    def _set_state(self, state: ConnectionState) -> None:
+        log.info("ZooKeeper connection state: %s", state.value)
+        self.state = state
+        self.states.publish(state)
+
+    async def _run(self) -> None:
+        try:
+            await self._run_sessions()
+        except asyncio.CancelledError:
+            raise
+        except AuthFailedError as error:
+            self._fail_fatally(error)
+        except Exception as error:
+            log.exception("aiocoord session task failed")
+            self._fail_fatally(error)
+
+    async def _run_sessions(self) -> None:
+        backoff = 0.01
+        failures_in_round = 0
+        while not self._closing:
+            self._check_client_side_expiry()
+            host, port = self._hosts[self._host_index]
+            self._host_index = (self._host_index + 1) % len(self._hosts)
+            conn = await self._try_connect(host, port)
+            if conn is None:
+                failures_in_round += 1
+                if failures_in_round >= len(self._hosts):
+                    failures_in_round = 0
+                    await self._sleep_while_suspended(backoff * (0.5 + random.random()))
+                    backoff = min(backoff * 2, _MAX_BACKOFF)
+                continue
+            failures_in_round = 0
+            backoff = 0.01
+            await self._serve(conn)
+            if self._closing:
+                return
+            self._suspend(conn)
+            # Retry the same server first: after a blip it is the likeliest to be back.
+            self._host_index = (self._host_index - 1) % len(self._hosts)
+
+    def _suspend(self, conn: Connection) -> None:
+        """Report SUSPENDED for ``conn``, once, as soon as it is known to be gone."""
+        self._last_zxid = max(self._last_zxid, conn.last_zxid)
+        if self._conn is not conn or self._closing:
+            return
+        self._conn = None
+        self._suspended_at = time.monotonic()
+        self._ready = asyncio.get_running_loop().create_future()
+        self._set_state(ConnectionState.SUSPENDED)
+
+    def _check_client_side_expiry(self) -> None:
+        """Declare LOST once suspended longer than the session timeout.
+
+        The server expires a session one timeout after it last heard from the
+        client, which was no later than the disconnection; past that point the
+        session is gone (or about to be) and holders must not trust it.
+        """
+        if self._suspended_at is None or self._session_lost:
+            return
+        if time.monotonic() - self._suspended_at >= self.negotiated_timeout:
+            self._lose_session()
+
+    async def _sleep_while_suspended(self, pause: float) -> None:
+        if self._suspended_at is not None and not self._session_lost:
+            remaining = self._suspended_at + self.negotiated_timeout - time.monotonic()
+            pause = max(0.0, min(pause, remaining))
+        await asyncio.sleep(pause)
+
+    def _lose_session(self) -> None:
+        self._session_lost = True
+        self.session_id = 0
+        self._password = _ZERO_PASSWORD
+        error = SessionExpiredError("ZooKeeper session expired")
+        self._watches.fail_all(error)
+        old_ready = self._ready
+        self._ready = asyncio.get_running_loop().create_future()
+        if old_ready is not None and not old_ready.done():
+            old_ready.set_exception(error)
+            old_ready.exception()
+        self._set_state(ConnectionState.LOST)
+
+    async def _try_connect(self, host: str, port: int) -> Connection | None:
+        timeout = self._connect_timeout
+        if self._suspended_at is not None and not self._session_lost:
+            remaining = self._suspended_at + self.negotiated_timeout - time.monotonic()
+            timeout = max(0.05, min(timeout, remaining))
+        conn: Connection | None = None
+        try:
+            async with asyncio.timeout(timeout):
+                conn = await open_connection(
+                    host, port, self._on_event_frame, self._suspend, self._ssl
+                )
+                reply = await conn.send_connect(
+                    self._last_zxid,
+                    int(self._session_timeout * 1000),
+                    self.session_id,
+                    self._password,
+                    self._allow_read_only,
+                )
+                if reply.timeout_ms <= 0:
+                    # The server says our session no longer exists.
+                    conn.close()
+                    if self.session_id and not self._session_lost:
+                        self._lose_session()
+                    self.session_id = 0
+                    self._password = _ZERO_PASSWORD
+                    return None
+                resumed = reply.session_id == self.session_id and not self._session_lost
+                # Events that re-armed watches fire during priming; hold them
+                # until the state says RECONNECTED, so that whoever wakes on
+                # one sees a connected client.
+                self._deferred_events = []
+                await self._prime(conn, resumed)
+        except (OSError, TimeoutError, ConnectionLossError) as error:
+            log.debug("connecting to %s:%s failed: %r", host, port, error)
+            if conn is not None:
+                conn.abort()
+            self._flush_deferred_events()
+            return None
+        except AuthFailedError:
+            if conn is not None:
+                conn.abort()
+            self._flush_deferred_events()
+            raise
+        self._establish(conn, reply, resumed)
+        self._flush_deferred_events()
+        return conn
+
+    def _flush_deferred_events(self) -> None:
+        # Fired even when priming failed: the server consumed those watches, and
+        # the next re-arm (from a newer zxid) would not report the change again.
+        events, self._deferred_events = self._deferred_events, None
+        for event_type, server_path in events or ():
+            self._watches.fire(event_type, server_path, self._requests.user_path(server_path))
+
+    async def _prime(self, conn: Connection, resumed: bool) -> None:
+        """Authenticate and (for a resumed session) re-arm watches before any request."""
+        waiters = [conn.send_special(_zk.XID_AUTH, _zk.auth_frame(s, c)) for s, c in self._auth]
+        if resumed and len(self._watches):
+            frames = _zk.set_watches_frames(
+                self._last_zxid,
+                self._watches.paths(WatchKind.DATA),
+                self._watches.paths(WatchKind.EXIST),
+                self._watches.paths(WatchKind.CHILD),
+                self._watches.paths(WatchKind.PERSISTENT),
+                self._watches.paths(WatchKind.RECURSIVE),
+                # Room for the record's own 36 bytes within the server's limit.
+                max_bytes=min(128 * 1024, self._requests.max_data_size - 64),
+            )
+            waiters += [conn.send_special(_zk.XID_SET_WATCHES, f) for f in frames]
+        for waiter in waiters:
+            code = await waiter
+            if code == AuthFailedError.code:
+                raise AuthFailedError()
+
+    def _fail_fatally(self, error: BaseException) -> None:
+        self._fatal = error
+        self._closing = True
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_exception(error)
+            self._ready.exception()
+
+    def _establish(self, conn: Connection, reply: _zk.ConnectReply, resumed: bool) -> None:
+        self.session_id = reply.session_id
+        self._password = reply.password
+        self.negotiated_timeout = reply.timeout_ms / 1000.0
+        self._session_lost = False
+        self._suspended_at = None
+        conn.max_request_size = self._requests.max_data_size
+        self._conn = conn
+        if reply.read_only:
+            state = ConnectionState.READ_ONLY
+        elif resumed:
+            state = ConnectionState.RECONNECTED
+        else:
+            state = ConnectionState.CONNECTED
+        ready = self._ready
+        self._set_state(state)
+        if ready is not None and not ready.done():
+            ready.set_result(conn)
+
+    async def _serve(self, conn: Connection) -> None:
+        """Keep ``conn`` alive with pings until it closes or goes silent."""
+        read_timeout = self.negotiated_timeout * 2 / 3
+        ping_interval = read_timeout / 2
+        tick = min(ping_interval / 2, 1.0)
+        if self._requests.prefix:
+            self._ensure_namespace(conn)
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(tick):
+                    await asyncio.shield(conn.closed)
+            if conn.closed.done() or self._closing:
+                break
+            now = time.monotonic()
+            if now - conn.last_recv > read_timeout:
+                log.warning(
+                    "no reply from %s:%s for %.1f s; reconnecting", *conn.peer, read_timeout
+                )
+                conn.abort()
+                break
+            if now - conn.last_send >= ping_interval:
+                with contextlib.suppress(ConnectionLossError):
+                    conn.send_ping()
+
+    def _ensure_namespace(self, conn: Connection) -> None:
+        # Pipelined and unawaited: requests sent after these see the nodes.
+        prefix = self._requests.prefix
+        parts = prefix.strip("/").split("/")
+        for i in range(1, len(parts) + 1):
+            path = "/" + "/".join(parts[:i])
+            op = _zk.create_op(
+                path,
+                path,
+                b"",
+                self._requests.default_acl,
+                ephemeral=False,
+                sequential=False,
+                container=False,
+                ttl_ms=None,
+            )
+            with contextlib.suppress(ConnectionLossError, DataTooLargeError):
+                conn.submit(op).add_done_callback(_ignore_result)
+
+    def _on_event_frame(self, frame: bytes) -> None:
+        event_type, _state, server_path = _zk.parse_event(frame, _zk.REPLY_HEADER.size)
+        if event_type is None:
+            return
+        if self._deferred_events is not None:
+            self._deferred_events.append((event_type, server_path))
+            return
+        self._watches.fire(event_type, server_path, self._requests.user_path(server_path))
+
+    # --- carrying requests ---------------------------------------------------------
+
+    async def connection(self) -> Connection:
+        """The live connection, waiting through SUSPENDED for the session to come back."""
+        while True:
+            conn = self._conn
+            if conn is not None:
+                if conn.is_open:
+                    return conn
+                # Closing, but the session task has not reported it yet: report
+                # it now (idempotent), then wait for the session like anyone.
+                self._suspend(conn)
+                continue
+            if self.closed or self._closing:
+                if self._fatal is not None:
+                    raise self._fatal
+                raise ClientClosedError("client is closed")
+            ready = self._ready
+            if ready is None:
+                raise RuntimeError("client not started: use 'async with connect(...)'")
+            await asyncio.shield(ready)
+
+    def send_now(self, op: _zk.Op) -> asyncio.Future[Any] | None:
+        """Send ``op`` at once if connected (None if not, nothing sent); the
+        reply's future needs no awaiting.
+
+        For requests whose place in the order matters more than their outcome
+        (removing a watch before a later request re-adds it).
+        """
+        conn = self._conn
+        if conn is None or not conn.is_open:
+            return None
+        try:
+            future = conn.submit(op)
+        except (ConnectionLossError, DataTooLargeError):
+            return None
+        future.add_done_callback(_ignore_result)
+        return future
+
+    async def call(self, op: _zk.Op, hook: ReplyHook | None = None) -> Any:
+        """Send one request (waiting for a connection first) and return its reply."""
+        conn = self._conn
+        if conn is None or not conn.is_open:
+            conn = await self.connection()
+        return await conn.submit(op, hook)
+
+
+def _ignore_result(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()

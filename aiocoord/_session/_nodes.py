@@ -1,0 +1,250 @@
+"""A recipe's own nodes: created so a lost reply cannot duplicate them, deleted surely.
+
+Every recipe that queues, leases or joins creates a node of its own and must
+delete it on every way out. Both ends are subtle under connection loss:
+
+- A create whose reply is lost may or may not have happened. The node's name
+  carries a unique marker (``_c_<uuid>-``, Curator's "protection mode"), so
+  the parent's children tell: the node is found, not created twice.
+- A delete must run even while the caller is being cancelled, must not hang
+  when ZooKeeper is gone, and must find the node by its marker when its
+  create was cut off before the reply.
+
+:class:`OwnNode` does both, for the client facade and for every recipe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Literal, Protocol, TypeVar, Unpack
+
+import anyio
+
+from .. import _paths
+from .._exceptions import (
+    ClientClosedError,
+    ConnectionLossError,
+    NoNodeError,
+    SessionExpiredError,
+)
+from .._types import Stat
+from ._batch import Pipeline
+from ._requests import CreateOptions
+from ._retry import RetryPolicy, call_with_retry
+
+__all__ = [
+    "PROTECTED_PREFIX",
+    "OwnNode",
+    "cleanup_bound",
+    "cleanup_scope",
+    "delete_quietly",
+    "find_protected",
+    "protected_marker",
+    "retry_on_connection_loss",
+]
+
+T = TypeVar("T")
+
+PROTECTED_PREFIX = "_c_"
+"""Marks a protected node name (``_c_<uuid>-<name>``), as Curator's protection mode does."""
+
+_marker_base = str(uuid.uuid4())[:24]  # random per process; the rest counts
+_marker_count = itertools.count(int.from_bytes(os.urandom(5), "big"))
+
+
+def protected_marker() -> str:
+    """A fresh ``_c_<id>-`` prefix for a protected node name.
+
+    The id has a UUID's shape, as Curator's do (its tools recognise protected
+    names by it), but costs a counter step instead of a uuid4 per create:
+    random per process, unique within it.
+    """
+    return f"{PROTECTED_PREFIX}{_marker_base}{next(_marker_count) & 0xFFFFFFFFFFFF:012x}-"
+
+
+class Nodes(Protocol):
+    """What the helpers here need of a client (:class:`~aiocoord.Client` has it)."""
+
+    @property
+    def retry_policy(self) -> RetryPolicy: ...
+    @property
+    def session_timeout(self) -> float: ...
+    def pipeline(self) -> Pipeline: ...
+    async def ensure_path(self, path: str, *, container: bool = False) -> None: ...
+    async def sync(self, path: str = "/") -> None: ...
+    async def children(self, path: str) -> list[str]: ...
+    async def exists(self, path: str) -> Stat | None: ...
+    async def delete(self, path: str, *, version: int = -1, recursive: bool = False) -> None: ...
+
+
+def _is_connection_loss(error: BaseException) -> bool:
+    return isinstance(error, ConnectionLossError)
+
+
+async def retry_on_connection_loss(client: Nodes, operation: Callable[[], Awaitable[T]]) -> T:
+    """Retry an idempotent request cut by a dropped connection, under the client's policy.
+
+    Session expiry is not retried here: the caller's ephemeral node went with
+    the session, and only the caller knows how to start over.
+    """
+    return await call_with_retry(client.retry_policy, operation, retry_if=_is_connection_loss)
+
+
+def cleanup_bound(client: Nodes) -> float:
+    """How long a shielded cleanup may take: requests wait through SUSPENDED for at
+    most one session timeout before the session is declared lost (and with it, any
+    ephemeral node), so a bit more than that always suffices."""
+    return client.session_timeout * 2 + 5.0
+
+
+@contextlib.contextmanager
+def cleanup_scope(client: Nodes, *, must_finish: bool = False) -> Iterator[None]:
+    """Where a recipe deletes its own node: runs even while the caller is being
+    cancelled (shielded), is bounded by :func:`cleanup_bound` (raising TimeoutError
+    past it if ``must_finish``), and treats an expired session or a closed client
+    as done, since either took the node away."""
+    timer = anyio.fail_after if must_finish else anyio.move_on_after
+    with (
+        anyio.CancelScope(shield=True),
+        timer(cleanup_bound(client)),
+        contextlib.suppress(SessionExpiredError, ClientClosedError),
+    ):
+        yield
+
+
+async def delete_quietly(client: Nodes, path: str) -> None:
+    """Delete ``path``, retrying connection loss; already gone counts as done."""
+
+    async def delete() -> None:
+        with contextlib.suppress(NoNodeError):
+            await client.delete(path)
+
+    await retry_on_connection_loss(client, delete)
+
+
+async def find_protected(client: Nodes, parent: str, marker: str) -> tuple[str, Stat] | None:
+    """The node a protected create with ``marker`` made under ``parent``, if any.
+
+    For recovery after a lost reply. If a retried create left more than one
+    node with the marker, the lowest is kept and the others are deleted.
+    """
+    with contextlib.suppress(NoNodeError):
+        await client.sync(parent)
+        children = await client.children(parent)
+        matches = sorted(c for c in children if c.startswith(marker))
+        for extra in matches[1:]:
+            with contextlib.suppress(NoNodeError):
+                await client.delete(_paths.join(parent, extra))
+        if matches:
+            found = _paths.join(parent, matches[0])
+            stat = await client.exists(found)
+            if stat is not None:
+                return found, stat
+    return None
+
+
+Parents = Literal["container", "plain"] | None
+
+
+class OwnNode:
+    """One protected node under ``parent``: create it (optionally listing its
+    siblings in the same round trip) and delete it, surviving lost replies.
+
+    ``name`` follows the marker (``_c_<id>-<name>``), so sequence numbers and
+    Curator's name-based sorting work as for an unprotected node.
+    """
+
+    def __init__(
+        self,
+        client: Nodes,
+        parent: str,
+        name: str,
+        data: bytes = b"",
+        *,
+        parents: Parents = "container",
+        retry_if: Callable[[BaseException], bool] = _is_connection_loss,
+        **options: Unpack[CreateOptions],
+    ) -> None:
+        self._client = client
+        self.parent = parent
+        self.marker = protected_marker()
+        self.target = f"{parent}/{self.marker}{name}" if parent != "/" else f"/{self.marker}{name}"
+        self._data = data
+        self._options = options
+        self._parents = parents
+        self._retry_if = retry_if
+        self.path: str | None = None
+        """The created node's path, once known."""
+        self.stat: Stat | None = None
+        """The created node's Stat, once known."""
+
+    @property
+    def created(self) -> bool:
+        return self.path is not None
+
+    async def create(self, *, list_children: bool = False) -> list[str] | None:
+        """Create the node; with ``list_children``, return the parent's children
+        as listed right after the create (so they include ours and everyone
+        queued before it), or None if that listing was lost with a reply.
+
+        Missing parents are created (``parents``). Connection loss (and
+        whatever ``retry_if`` allows) is retried under the client's policy; a
+        create that reached the server is found by its marker, not repeated.
+        """
+        return await call_with_retry(
+            self._client.retry_policy,
+            lambda: self._attempt(list_children),
+            retry_if=self._retry_if,
+        )
+
+    async def _attempt(self, list_children: bool) -> list[str] | None:
+        client = self._client
+        while True:
+            try:
+                pipeline = client.pipeline().create(self.target, self._data, **self._options)
+                if list_children:
+                    pipeline.children(self.parent)
+                results = await pipeline.execute()
+            except (ConnectionLossError, SessionExpiredError) as error:
+                results = [error, error]
+            created = results[0]
+            if isinstance(created, NoNodeError) and self._parents is not None:
+                await retry_on_connection_loss(
+                    client,
+                    lambda: client.ensure_path(self.parent, container=self._parents == "container"),
+                )
+                continue
+            if isinstance(created, ConnectionLossError | SessionExpiredError):
+                if isinstance(created, ConnectionLossError) and not created.sent:
+                    raise created
+                found = await retry_on_connection_loss(
+                    client, lambda: find_protected(client, self.parent, self.marker)
+                )
+                if found is None:
+                    raise created
+                self.path, self.stat = found
+                return None
+            if isinstance(created, Exception):
+                raise created
+            self.path, self.stat = created
+            listing = results[1] if list_children else None
+            return None if listing is None or isinstance(listing, Exception) else listing[0]
+
+    async def delete(self) -> None:
+        """Delete the node, shielded and time-bounded; found by its marker if its
+        create's reply was lost. A node that went with its session counts as deleted."""
+        path = self.path
+        with cleanup_scope(self._client):
+            if path is None:
+                found = await retry_on_connection_loss(
+                    self._client, lambda: find_protected(self._client, self.parent, self.marker)
+                )
+                path = found[0] if found is not None else None
+            if path is not None:
+                await delete_quietly(self._client, path)
+        self.path = None
+        self.stat = None

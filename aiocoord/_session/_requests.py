@@ -1,0 +1,152 @@
+"""Request building: user paths in, validated request records out.
+
+Every operation a client, transaction or pipeline sends is built here: the path
+is validated and moved into the client's namespace, data is checked against the
+server's size limit, and the result is a :class:`~._zk.Op` ready for the wire.
+Nothing here does I/O, so bad input fails before anything is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypedDict, Unpack
+
+from .. import _paths
+from .._exceptions import DataTooLargeError
+from .._types import ACL
+from . import _zk
+
+__all__ = ["CreateOptions", "RequestBuilder", "check_data", "check_version"]
+
+
+class CreateOptions(TypedDict, total=False):
+    """What kind of node a create makes (keyword arguments of every ``create``)."""
+
+    acl: Sequence[ACL] | None
+    """The node's ACL; None (the default) uses the client's ``default_acl``."""
+    ephemeral: bool
+    """Deleted by the server when the creating session ends."""
+    sequential: bool
+    """The server appends a 10-digit, per-parent increasing counter to the name."""
+    container: bool
+    """Removed by the server once it has had children and the last one is gone."""
+    ttl: float | None
+    """Seconds a persistent node may sit unchanged and childless before the
+    server removes it (needs TTL nodes enabled on the server)."""
+
+
+def check_data(path: str, data: object, limit: int) -> bytes:
+    """Node data as bytes, refused (TypeError, DataTooLargeError) before sending."""
+    if isinstance(data, bytes):
+        value = data
+    elif isinstance(data, bytearray | memoryview):
+        value = bytes(data)
+    else:
+        raise TypeError(f"node data must be bytes, not {type(data).__name__}")
+    if len(value) > limit:
+        raise DataTooLargeError(path, len(value), limit)
+    return value
+
+
+def check_version(version: object) -> int:
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise TypeError(f"version must be int, not {type(version).__name__}")
+    return version
+
+
+class RequestBuilder:
+    """Builds one client's requests: validation, namespace and size limit in one place."""
+
+    def __init__(
+        self, namespace: str | None, default_acl: Sequence[ACL], max_data_size: int
+    ) -> None:
+        if namespace:
+            ns = namespace if namespace.startswith("/") else "/" + namespace
+            _paths.validate_path(ns)
+            self.prefix = "" if ns == "/" else ns
+        else:
+            self.prefix = ""
+        self.default_acl = tuple(default_acl)
+        self.max_data_size = max_data_size
+
+    def server_path(self, path: str) -> str:
+        """``path`` as the server knows it (inside the namespace)."""
+        if not self.prefix:
+            return path
+        return self.prefix if path == "/" else self.prefix + path
+
+    def user_path(self, server_path: str) -> str:
+        """A server path as the user knows it (namespace removed)."""
+        if not self.prefix:
+            return server_path
+        if server_path.startswith(self.prefix):
+            return server_path[len(self.prefix) :] or "/"
+        return server_path
+
+    def create(self, path: str, data: bytes, **options: Unpack[CreateOptions]) -> _zk.Op:
+        ephemeral = options.get("ephemeral", False)
+        sequential = options.get("sequential", False)
+        container = options.get("container", False)
+        ttl = options.get("ttl")
+        acl = options.get("acl")
+        _paths.validate_path(path, sequential=sequential)
+        value = check_data(path, data, self.max_data_size)
+        if sum((ephemeral, container, ttl is not None)) > 1:
+            raise ValueError("ephemeral, container and ttl exclude each other")
+        if container and sequential:
+            raise ValueError("a container node cannot be sequential")
+        ttl_ms: int | None = None
+        if ttl is not None:
+            ttl_ms = int(ttl * 1000)
+            if ttl_ms <= 0:
+                raise ValueError("ttl must be positive")
+        if path == "/":
+            raise ValueError("the root node always exists")
+        acls = tuple(acl) if acl is not None else self.default_acl
+        return _zk.create_op(
+            path,
+            self.server_path(path),
+            value,
+            acls,
+            ephemeral=ephemeral,
+            sequential=sequential,
+            container=container,
+            ttl_ms=ttl_ms,
+        )
+
+    def set(self, path: str, data: bytes, version: int) -> _zk.Op:
+        _paths.validate_path(path)
+        value = check_data(path, data, self.max_data_size)
+        return _zk.set_data_op(path, self.server_path(path), value, check_version(version))
+
+    def delete(self, path: str, version: int) -> _zk.Op:
+        _paths.validate_path(path)
+        return _zk.delete_op(path, self.server_path(path), check_version(version))
+
+    def check(self, path: str, version: int) -> _zk.Op:
+        _paths.validate_path(path)
+        return _zk.check_op(path, self.server_path(path), check_version(version))
+
+    def get(self, path: str, *, watch: bool = False) -> _zk.Op:
+        _paths.validate_path(path)
+        return _zk.get_data_op(path, self.server_path(path), watch)
+
+    def exists(self, path: str, *, watch: bool = False) -> _zk.Op:
+        _paths.validate_path(path)
+        return _zk.exists_op(path, self.server_path(path), watch)
+
+    def children(self, path: str, *, watch: bool = False) -> _zk.Op:
+        _paths.validate_path(path)
+        return _zk.children_op(path, self.server_path(path), watch)
+
+    def sync(self, path: str) -> _zk.Op:
+        _paths.validate_path(path)
+        return _zk.sync_op(path, self.server_path(path))
+
+    def get_acl(self, path: str) -> _zk.Op:
+        _paths.validate_path(path)
+        return _zk.get_acl_op(path, self.server_path(path))
+
+    def set_acl(self, path: str, acl: Sequence[ACL], version: int) -> _zk.Op:
+        _paths.validate_path(path)
+        return _zk.set_acl_op(path, self.server_path(path), tuple(acl), check_version(version))
