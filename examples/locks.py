@@ -2,11 +2,19 @@
 
 Four "processes" (one client each, a few tasks apiece) update a shared record
 under a Mutex using a fenced transaction; readers share a ReadWriteLock while a
-writer waits its turn; a Semaphore caps concurrent jobs at 2; a Lease picks
+writer waits its turn (and a reader that comes after the writer waits behind
+it); a Semaphore caps concurrent jobs at 2; a Lease picks
 one scheduler that must keep renewing. Each part checks its own guarantee and
 says so.
 
 Run: python examples/locks.py
+
+Expected output (``...`` stands for the lease's winner, which varies):
+
+    mutex: 40 updates by 8 tasks, never two holders; fencing tokens strictly increasing: True
+    read-write lock: r1 and r2 read together, then the writer writes alone, then r3 reads
+    semaphore: 12 jobs, never more than 2 at a time: True
+    lease: node-... is the scheduler (1 winner of 4), renewed for another 5 s
 """
 
 from __future__ import annotations
@@ -55,32 +63,48 @@ async def mutex_demo(clients: list[aiocoord.Client]) -> None:
     )
 
 
-async def read_write_demo(clients: list[aiocoord.Client]) -> None:
-    readers_now = 0
-    peak = 0
-    log: list[str] = []
+async def queue_reaches(client: aiocoord.Client, path: str, length: int) -> None:
+    """Return once ``length`` contenders queue on the lock at ``path`` (on a watch)."""
+    async with contextlib.aclosing(client.children_changes(path)) as queue:
+        async for names in queue:
+            if names is not None and len(names) >= length:
+                return
 
-    async def reader(client: aiocoord.Client, name: str) -> None:
-        nonlocal readers_now, peak
-        async with aiocoord.ReadWriteLock(client, "/locks/config").read_lock:
+
+async def read_write_demo(clients: list[aiocoord.Client]) -> None:
+    path = "/locks/config"
+    readers_now = 0
+    log: list[str] = []
+    both_reading = asyncio.Barrier(3)  # r1, r2 and this function meet here
+    stop_reading = asyncio.Event()
+
+    async def early_reader(client: aiocoord.Client) -> None:
+        nonlocal readers_now
+        async with aiocoord.ReadWriteLock(client, path).read_lock:
             readers_now += 1
-            peak = max(peak, readers_now)
-            log.append(f"{name} reads")
-            await asyncio.sleep(0.05)
+            await both_reading.wait()  # both readers are inside at once
+            await stop_reading.wait()
             readers_now -= 1
 
     async def writer(client: aiocoord.Client) -> None:
-        async with aiocoord.ReadWriteLock(client, "/locks/config").write_lock:
-            assert readers_now == 0
-            log.append("writer writes alone")
+        async with aiocoord.ReadWriteLock(client, path).write_lock:
+            assert readers_now == 0, "the writer got in while someone read"
+            log.append("the writer writes alone")
 
-    await asyncio.gather(
-        reader(clients[0], "r1"),
-        reader(clients[1], "r2"),
-        writer(clients[2]),
-        reader(clients[3], "r3"),
-    )
-    print(f"read-write lock: up to {peak} readers at once; order: {', '.join(log)}")
+    async def late_reader(client: aiocoord.Client) -> None:
+        async with aiocoord.ReadWriteLock(client, path).read_lock:
+            log.append("r3 reads")
+
+    readers = [asyncio.create_task(early_reader(c)) for c in clients[:2]]
+    await both_reading.wait()
+    log.append("r1 and r2 read together")
+    writing = asyncio.create_task(writer(clients[2]))
+    await queue_reaches(clients[3], path, 3)  # the writer waits behind the readers
+    reading = asyncio.create_task(late_reader(clients[3]))
+    await queue_reaches(clients[3], path, 4)  # r3 queues behind the writer: it waits too
+    stop_reading.set()
+    await asyncio.gather(*readers, writing, reading)
+    print(f"read-write lock: {', then '.join(log)}")
 
 
 async def semaphore_demo(clients: list[aiocoord.Client]) -> None:
@@ -96,7 +120,7 @@ async def semaphore_demo(clients: list[aiocoord.Client]) -> None:
             running -= 1
 
     await asyncio.gather(*(job(c) for c in clients for _ in range(3)))
-    print(f"semaphore: 12 jobs, at most {peak} at a time (limit 2)")
+    print(f"semaphore: 12 jobs, never more than 2 at a time: {peak <= 2}")
 
 
 async def lease_demo(clients: list[aiocoord.Client]) -> None:
@@ -107,9 +131,10 @@ async def lease_demo(clients: list[aiocoord.Client]) -> None:
     won = await asyncio.gather(*(lease.try_acquire() for lease in leases))
     winner = won.index(True)
     await leases[winner].renew()
+    assert leases[winner].is_held
     print(
-        f"lease: node-{winner} is the scheduler for the next "
-        f"{leases[winner].remaining:.1f} s ({won.count(True)} winner of {len(won)})"
+        f"lease: node-{winner} is the scheduler ({won.count(True)} winner of {len(won)}), "
+        f"renewed for another {leases[winner].ttl:g} s"
     )
     await leases[winner].release()
 

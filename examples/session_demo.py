@@ -6,6 +6,28 @@ client reports: a dropped connection (SUSPENDED -> RECONNECTED, same session)
 and an expired session (LOST -> CONNECTED, new session, ephemeral node gone).
 
 Run: make demo   (or: python examples/session_demo.py)
+
+Expected output with AIOCOORD_ZK set (run alone, the first line says where the
+embedded ZooKeeper runs, and a line before "done" says it stopped). A ``...``
+within a line stands for what varies: the address, the session ids, the
+process id in the namespace; a ``...`` line, for the states of a reconnection
+the client may try while the server is still closing the session:
+
+    using ZooKeeper at ... (AIOCOORD_ZK)
+    connected: session 0x..., timeout 10 s, namespace /aiocoord-demo-...
+    read /config = b'v1' and set a watch on it
+    watch fired: CHANGED /config; now b'v2'
+    created ephemeral /alive; dropping the client's connection...
+      [state] SUSPENDED
+      [state] RECONNECTED
+    same session after reconnect: True; /alive exists: True
+    expiring the session on the server...
+      [state] SUSPENDED
+    ...
+      [state] LOST
+      [state] CONNECTED
+    new session 0x...; /alive exists: False
+    done
 """
 
 from __future__ import annotations
@@ -71,6 +93,8 @@ async def main() -> None:
             )
 
             print("expiring the session on the server...")
+            # The server drops the connection at once; the client may reconnect
+            # (RECONNECTED) before the session is gone, and be dropped again.
             await expire_session(client)
             print(
                 f"new session 0x{client.session_id:x}; "

@@ -7,8 +7,14 @@ from the many requests in flight are coalesced into few writes.
 
 Serve it with any ASGI server:
     AIOCOORD_ZK=127.0.0.1:2181 uvicorn examples.web_counter:app --port 8000
-Or run this file: it starts an embedded ZooKeeper and uvicorn, sends 500
-concurrent requests with httpx, and checks every hit got a distinct number.
+Or run this file: it starts an embedded ZooKeeper (unless AIOCOORD_ZK is set)
+and uvicorn, sends 500 concurrent requests with httpx, and checks every hit got
+a distinct number.
+
+Expected output of running this file (``...`` stands for the port, which varies):
+
+    serving on http://127.0.0.1:...
+    500 concurrent POST /hit: statuses [200], numbers 1..500, all distinct: True; GET /count = 500
 """
 
 from __future__ import annotations
@@ -100,27 +106,21 @@ async def serving(hosts: str, namespace: str) -> AsyncIterator[str]:
     """Run the app under uvicorn on a free loopback port; yield its base URL."""
     import uvicorn
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        CounterApp(hosts, namespace),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        lifespan="on",
-    )
+    config = uvicorn.Config(CounterApp(hosts, namespace), log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
+    with socket.socket() as sock:
+        # Bound here and handed to uvicorn: the port is ours from the start.
+        sock.bind(("127.0.0.1", 0))
+        task = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started:
+            if task.done():
+                task.result()
+            await asyncio.sleep(0.01)
+        try:
+            yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+        finally:
+            server.should_exit = True
+            await task
 
 
 async def main() -> None:
@@ -134,13 +134,14 @@ async def main() -> None:
             hosts = (await stack.enter_async_context(ZooKeeperServer())).connect_string
         namespace = f"/aiocoord-web-{os.getpid()}"
         url = await stack.enter_async_context(serving(hosts, namespace))
+        print(f"serving on {url}")
         http = await stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=30))
         responses = await asyncio.gather(*(http.post("/hit") for _ in range(500)))
         hits = sorted(r.json()["hit"] for r in responses)
         count = (await http.get("/count")).json()["count"]
         statuses = sorted({r.status_code for r in responses})
         print(
-            f"500 concurrent POST /hit on {url}: statuses {statuses}, "
+            f"500 concurrent POST /hit: statuses {statuses}, "
             f"numbers {hits[0]}..{hits[-1]}, all distinct: {len(set(hits)) == 500}; "
             f"GET /count = {count}"
         )

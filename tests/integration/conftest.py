@@ -51,8 +51,31 @@ async def client_factory(
         return client
 
     yield make
+    leftovers = {
+        repr(client): (client.pending_watches, client.background_tasks)
+        for client in made
+        if not client.closed and (client.pending_watches or client.background_tasks)
+    }
     for client in made:
         await client.close()
+    # A recipe that was closed or released must not leave a watch waiting or a
+    # task running on its client.
+    assert leftovers == {}, "(watches, background tasks) left on open clients"
+
+
+@pytest.fixture
+def started(
+    client_factory: Callable[..., aiocoord.Client],
+) -> Callable[..., Awaitable[list[aiocoord.Client]]]:
+    """``await started(n, **client_kwargs)``: ``n`` new clients, each made by
+    ``client_factory(**client_kwargs)``, all started at once (closed at teardown)."""
+
+    async def start(n: int, **kwargs: object) -> list[aiocoord.Client]:
+        clients = [client_factory(**kwargs) for _ in range(n)]
+        await asyncio.gather(*(c.start() for c in clients))
+        return clients
+
+    return start
 
 
 @pytest_asyncio.fixture(autouse=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,6 +12,7 @@ from hypothesis import strategies as st
 import aiocoord
 from aiocoord import (
     AtomicBytes,
+    AtomicFailure,
     AtomicInt,
     AtomicLong,
     BoundExceededError,
@@ -26,21 +26,12 @@ from aiocoord.testing import ZooKeeperServer, drop_connection, expire_session
 
 pytestmark = pytest.mark.timeout(180)
 
-ClientFactory = Callable[..., aiocoord.Client]
 MAX = 2**63 - 1
 
 
-async def started(factory: ClientFactory, n: int) -> list[aiocoord.Client]:
-    clients = [factory() for _ in range(n)]
-    await asyncio.gather(*(c.start() for c in clients))
-    return clients
-
-
 @pytest.mark.parametrize("coalesce", [True, False])
-async def test_increments_are_exact_across_clients_and_tasks(
-    client_factory: ClientFactory, coalesce: bool
-) -> None:
-    clients = await started(client_factory, 4)
+async def test_increments_are_exact_across_clients_and_tasks(started, coalesce: bool) -> None:
+    clients = await started(4)
     results: list[aiocoord.AtomicValue[int]] = []
 
     async def worker(client: aiocoord.Client) -> None:
@@ -76,7 +67,8 @@ async def test_every_operation_returns_what_it_did(coord: aiocoord.Client) -> No
     r = await counter.compare_and_set(6, 100)
     assert (r.succeeded, r.pre_value, r.post_value) == (True, 6, 100)
     r = await counter.compare_and_set(6, 200)
-    assert (r.succeeded, r.reason, r.pre_value, r.post_value) == (False, "mismatch", 100, 100)
+    assert not r.succeeded and r.reason is AtomicFailure.MISMATCH
+    assert (r.pre_value, r.post_value) == (100, 100)
     r = await counter.try_set(-5)
     assert (r.succeeded, r.pre_value, r.post_value) == (True, 100, -5)
     await counter.force_set(42)
@@ -99,7 +91,8 @@ async def test_compare_and_set_fails_on_a_missing_node(coord: aiocoord.Client) -
         (AtomicBytes(coord, "/absent-bytes"), b"", b"x"),
     ):
         r = await counter.compare_and_set(zero, new)
-        assert (r.succeeded, r.reason, r.pre_value, r.post_value) == (False, "mismatch", zero, zero)
+        assert not r.succeeded and r.reason is AtomicFailure.MISMATCH
+        assert r.pre_value == r.post_value == zero
         assert await coord.exists(counter.path) is None
         assert (await counter.get()).post_value == zero
     long = AtomicLong(coord, "/absent-long")
@@ -109,24 +102,22 @@ async def test_compare_and_set_fails_on_a_missing_node(coord: aiocoord.Client) -
 
 
 async def test_retry_exhaustion_reports_failure_and_applies_nothing(
-    client_factory: ClientFactory,
+    started,
 ) -> None:
-    a, b = await started(client_factory, 2)
+    a, b = await started(2)
     counter = AtomicLong(a, "/busy", retry=RetryNTimes(0), coalesce=False)
     await counter.increment()  # the counter now remembers version 0
     await b.set("/busy", struct.pack(">q", 50))  # another process writes meanwhile
     r = await counter.increment()
-    assert not r.succeeded and r.reason == "contention"
+    assert not r.succeeded and r.reason is AtomicFailure.CONTENTION
     assert r.pre_value == r.post_value
     assert (await b.get("/busy"))[0] == struct.pack(">q", 50)
     r = await counter.increment()  # a fresh read: now it goes through
     assert (r.succeeded, r.pre_value, r.post_value) == (True, 50, 51)
 
 
-async def test_promotion_to_a_lock_after_optimistic_failure(
-    client_factory: ClientFactory, children_of
-) -> None:
-    a, b = await started(client_factory, 2)
+async def test_promotion_to_a_lock_after_optimistic_failure(started, children_of) -> None:
+    a, b = await started(2)
     counter = AtomicLong(
         a,
         "/promo",
@@ -143,8 +134,8 @@ async def test_promotion_to_a_lock_after_optimistic_failure(
     assert await children_of(b, "/promo-lock") == []
 
 
-async def test_bounded_counter_never_oversells(client_factory: ClientFactory) -> None:
-    clients = await started(client_factory, 4)
+async def test_bounded_counter_never_oversells(started) -> None:
+    clients = await started(4)
     sold = refused = 0
 
     async def buyer(client: aiocoord.Client) -> None:
@@ -155,7 +146,7 @@ async def test_bounded_counter_never_oversells(client_factory: ClientFactory) ->
             if r.succeeded:
                 sold += 1
             else:
-                assert r.reason == "bound" and r.pre_value == 100
+                assert r.reason is AtomicFailure.BOUND and r.pre_value == 100
                 refused += 1
                 return
 
@@ -183,7 +174,7 @@ async def test_coalesced_bounded_batch_grants_in_arrival_order(coord: aiocoord.C
     granted = [r for r in results if r.succeeded]
     assert len(granted) == 30
     assert sorted(r.pre_value for r in granted) == list(range(30))
-    assert all(r.reason == "bound" for r in results if not r.succeeded)
+    assert all(r.reason is AtomicFailure.BOUND for r in results if not r.succeeded)
     assert (await counter.get()).post_value == 30
 
 
@@ -344,8 +335,8 @@ async def test_totals_hold_through_restarts_and_expiry(
     assert succeeded <= final <= succeeded + unknown, (succeeded, unknown, final)
 
 
-async def test_totals_are_exact_when_no_call_was_cut(client_factory: ClientFactory) -> None:
-    a, b = await started(client_factory, 2)
+async def test_totals_are_exact_when_no_call_was_cut(started) -> None:
+    a, b = await started(2)
     counter_a = AtomicLong(a, "/calm")
     await asyncio.gather(*(counter_a.increment() for _ in range(50)))
     await expire_session(b)  # a session lost between calls loses nothing

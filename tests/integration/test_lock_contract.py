@@ -30,8 +30,6 @@ from aiocoord.testing import expire_session
 
 pytestmark = pytest.mark.timeout(120)
 
-ClientFactory = Callable[..., aiocoord.Client]
-
 
 class _OneLease:
     """A one-lease Semaphore behind the lock interface (acquire/release/async with)."""
@@ -56,6 +54,12 @@ class _OneLease:
     async def wait_lost(self) -> None:
         await self._leases[asyncio.current_task()].wait_lost()
 
+    def fence(self) -> aiocoord.Fence:
+        lease = self._leases.get(asyncio.current_task())
+        if lease is None:
+            raise aiocoord.NotOwnerError("not held")
+        return lease.fence()
+
     async def __aenter__(self) -> _OneLease:
         await self.acquire()
         return self
@@ -76,12 +80,6 @@ KINDS: dict[str, Callable[[aiocoord.Client, str], Any]] = {
 @pytest.fixture(params=sorted(KINDS))
 def make_lock(request: pytest.FixtureRequest) -> Callable[[aiocoord.Client, str], Any]:
     return KINDS[request.param]
-
-
-async def started(factory: ClientFactory, n: int) -> list[aiocoord.Client]:
-    clients = [factory() for _ in range(n)]
-    await asyncio.gather(*(c.start() for c in clients))
-    return clients
 
 
 async def nodes_under(client: aiocoord.Client, path: str) -> list[str]:
@@ -108,10 +106,8 @@ async def contender_nodes(client: aiocoord.Client) -> list[str]:
     return ephemeral
 
 
-async def test_one_holder_at_a_time_across_clients_and_shared_objects(
-    client_factory: ClientFactory, make_lock
-) -> None:
-    clients = await started(client_factory, 3)
+async def test_one_holder_at_a_time_across_clients_and_shared_objects(started, make_lock) -> None:
+    clients = await started(3)
     inside = 0
     most = 0
     entries = 0
@@ -134,10 +130,8 @@ async def test_one_holder_at_a_time_across_clients_and_shared_objects(
     assert await contender_nodes(clients[0]) == []
 
 
-async def test_timeout_returns_false_and_leaves_no_node(
-    client_factory: ClientFactory, make_lock
-) -> None:
-    a, b = await started(client_factory, 2)
+async def test_timeout_returns_false_and_leaves_no_node(started, make_lock) -> None:
+    a, b = await started(2)
     holder = make_lock(a, "/lock")
     assert await holder.acquire()
     before = await contender_nodes(a)
@@ -148,10 +142,8 @@ async def test_timeout_returns_false_and_leaves_no_node(
     assert await contender_nodes(a) == []
 
 
-async def test_cancelled_waiter_leaves_no_node_and_the_lock_passes_on(
-    client_factory: ClientFactory, make_lock
-) -> None:
-    a, b, c = await started(client_factory, 3)
+async def test_cancelled_waiter_leaves_no_node_and_the_lock_passes_on(started, make_lock) -> None:
+    a, b, c = await started(3)
     holder = make_lock(a, "/lock")
     assert await holder.acquire()
     before = await contender_nodes(a)
@@ -172,9 +164,9 @@ async def test_cancelled_waiter_leaves_no_node_and_the_lock_passes_on(
 
 
 async def test_a_holder_whose_session_expires_learns_it_and_the_lock_passes_on(
-    client_factory: ClientFactory, make_lock
+    started, make_lock
 ) -> None:
-    a, b = await started(client_factory, 2)
+    a, b = await started(2)
     holder = make_lock(a, "/lock")
     assert await holder.acquire()
     waiter = asyncio.create_task(make_lock(b, "/lock").acquire())
@@ -198,3 +190,27 @@ async def test_hold_cancels_the_body_when_the_lock_is_lost(coord: aiocoord.Clien
                 await asyncio.Event().wait()  # cancelled by the loss
                 reached_end = True
         assert not reached_end
+
+
+def fences_of(lock: Any) -> list[aiocoord.Fence]:
+    return lock.fences() if isinstance(lock, MultiLock) else [lock.fence()]
+
+
+async def test_a_fenced_transaction_applies_only_while_held(started, make_lock) -> None:
+    (client,) = await started(1)
+    lock = make_lock(client, "/lock")
+    await client.create("/guarded", b"0")
+    async with lock:
+        fences = fences_of(lock)
+        results = await client.transaction().guard(*fences).set("/guarded", b"1").commit()
+        assert len(results) == 1  # the guards have no entry
+    with pytest.raises(LockLostError):
+        await client.transaction().guard(*fences).set("/guarded", b"2").commit()
+    assert (await client.get("/guarded"))[0] == b"1"
+
+
+async def test_a_holder_that_holds_nothing_has_no_fence(started, make_lock) -> None:
+    (client,) = await started(1)
+    lock = make_lock(client, "/lock")
+    with pytest.raises(aiocoord.NotOwnerError):
+        fences_of(lock)

@@ -29,14 +29,6 @@ from aiocoord.testing import TcpProxy, expire_session
 
 pytestmark = pytest.mark.timeout(120)
 
-ClientFactory = Callable[..., aiocoord.Client]
-
-
-async def started(factory: ClientFactory, n: int, **kwargs: object) -> list[aiocoord.Client]:
-    clients = [factory(**kwargs) for _ in range(n)]
-    await asyncio.gather(*(c.start() for c in clients))
-    return clients
-
 
 class Section:
     """A critical section that records every entry made while someone else was inside."""
@@ -106,11 +98,11 @@ async def _waiter_and_third_never_overlap(
 
 
 async def test_a_waiter_whose_session_expired_mid_wait_never_holds_alongside_another(
-    client_factory: ClientFactory, children_reach, state_log
+    started, children_reach, state_log
 ) -> None:
     """Item 1: the waiter's next request runs in a new session, after the old one
     (and the waiter's node) expired; its decision must not rest on that reply."""
-    holder_client, waiter_client, third_client = await started(client_factory, 3)
+    holder_client, waiter_client, third_client = await started(3)
 
     async def expire() -> None:
         await expire_session(waiter_client)
@@ -121,14 +113,14 @@ async def test_a_waiter_whose_session_expired_mid_wait_never_holds_alongside_ano
 
 
 async def test_a_waiters_request_in_flight_when_its_session_expires(
-    zookeeper: Any, client_factory: ClientFactory, children_reach, state_log
+    zookeeper: Any, started, children_reach, state_log
 ) -> None:
     """Item 1 as it was seen: the waiter's exists request is on the wire (held by a
     proxy) when the session expires, fails with a connection loss, and is retried
     in the new session."""
     host, port = zookeeper.connect_string.rsplit(":", 1)
     server = (host, int(port))
-    holder_client, third_client = await started(client_factory, 2)
+    holder_client, third_client = await started(2)
     async with TcpProxy(*server) as proxy:
         waiter_client = aiocoord.connect(proxy.connect_string, namespace=zookeeper.namespace)
         async with waiter_client:
@@ -150,11 +142,11 @@ async def test_a_waiters_request_in_flight_when_its_session_expires(
 
 
 async def test_a_lease_granted_while_the_session_expires_is_reported_lost(
-    client_factory: ClientFactory,
+    started,
 ) -> None:
     """Item 2: LOST then CONNECTED between the room check and the lease's
     registration must not go unseen."""
-    a, b = await started(client_factory, 2)
+    a, b = await started(2)
     sem = Semaphore(a, "/sem", 1)
     real_release = sem._mutex.release
 
@@ -201,12 +193,10 @@ async def test_tasks_sharing_a_semaphore_each_release_their_own_lease(
     assert await sem.lease_nodes() == []
 
 
-async def test_a_downgraded_read_lock_keeps_a_queued_writer_out(
-    client_factory: ClientFactory, children_reach
-) -> None:
+async def test_a_downgraded_read_lock_keeps_a_queued_writer_out(started, children_reach) -> None:
     """Item 4 (Curator's CURATOR-621): write, read, release write; a writer queued
     meanwhile must wait for the read lock too."""
-    a, b = await started(client_factory, 2)
+    a, b = await started(2)
     lock_a = ReadWriteLock(a, "/rw")
     lock_b = ReadWriteLock(b, "/rw")
     assert await lock_a.write_lock.acquire()
@@ -235,10 +225,10 @@ async def test_a_downgraded_read_lock_keeps_a_queued_writer_out(
 
 
 async def test_nested_multi_lock_acquisitions_release_every_hold(
-    client_factory: ClientFactory,
+    started,
 ) -> None:
     """Item 5: three acquires and three releases leave nothing held."""
-    a, b = await started(client_factory, 2)
+    a, b = await started(2)
     first, second = Mutex(a, "/m1"), Mutex(a, "/m2")
     multi = MultiLock([first, second])
     for _ in range(3):
@@ -255,10 +245,10 @@ async def test_nested_multi_lock_acquisitions_release_every_hold(
 
 
 async def test_a_semaphore_waiter_whose_session_expired_queues_again(
-    client_factory: ClientFactory, children_reach
+    started, children_reach
 ) -> None:
     """Item 6: the waiter is not failed with SessionExpiredError; it waits on."""
-    a, b = await started(client_factory, 2)
+    a, b = await started(2)
     held = await Semaphore(b, "/sem", 1).acquire()
     assert held is not None
     waiting = asyncio.create_task(Semaphore(a, "/sem", 1).acquire())
@@ -273,9 +263,9 @@ async def test_a_semaphore_waiter_whose_session_expired_queues_again(
 
 
 async def test_a_semaphore_waiter_whose_node_was_deleted_queues_again(
-    client_factory: ClientFactory, children_reach
+    started, children_reach
 ) -> None:
-    a, b = await started(client_factory, 2)
+    a, b = await started(2)
     held = await Semaphore(b, "/sem", 1).acquire()
     assert held is not None
     waiting = asyncio.create_task(Semaphore(a, "/sem", 1).acquire())
@@ -294,12 +284,10 @@ async def test_a_semaphore_waiter_whose_node_was_deleted_queues_again(
 
 
 @pytest.mark.parametrize("kind", ["mutex", "write", "read", "semaphore_mutex", "multi"])
-async def test_a_zero_timeout_tries_exactly_once(
-    client_factory: ClientFactory, children_of, kind: str
-) -> None:
+async def test_a_zero_timeout_tries_exactly_once(started, children_of, kind: str) -> None:
     """Item 7: ``acquire(timeout=0)`` and ``try_acquire()`` take a free lock, and
     return False on a held one, leaving no node behind."""
-    a, b = await started(client_factory, 2)
+    a, b = await started(2)
 
     def make(client: aiocoord.Client) -> Any:
         if kind == "mutex":
@@ -323,8 +311,8 @@ async def test_a_zero_timeout_tries_exactly_once(
     assert await children_of(a, "/try") == [] or kind == "semaphore_mutex"
 
 
-async def test_semaphore_zero_timeout(client_factory: ClientFactory) -> None:
-    a, b = await started(client_factory, 2)
+async def test_semaphore_zero_timeout(started) -> None:
+    a, b = await started(2)
     sem = Semaphore(a, "/sem", 2)
     leases = await sem.acquire(2, timeout=0)
     assert leases is not None and len(leases) == 2
@@ -338,10 +326,10 @@ async def test_semaphore_zero_timeout(client_factory: ClientFactory) -> None:
 
 
 async def test_a_lock_acquired_by_a_task_that_ends_is_released(
-    client_factory: ClientFactory, caplog: pytest.LogCaptureFixture
+    started, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Item 11: on Python 3.11, ``asyncio.wait_for`` acquires in a task of its own."""
-    a, b = await started(client_factory, 2)
+    a, b = await started(2)
     lock = Mutex(a, "/orphan")
     await asyncio.create_task(lock.acquire())  # the acquiring task ends holding it
     with pytest.raises(NotOwnerError, match="wait_for"):
@@ -355,9 +343,9 @@ async def test_a_lock_acquired_by_a_task_that_ends_is_released(
 
 
 async def test_wait_for_on_an_acquire_does_not_leave_the_lock_held_forever(
-    client_factory: ClientFactory,
+    started,
 ) -> None:
-    a, b = await started(client_factory, 2)
+    a, b = await started(2)
     lock = Mutex(a, "/orphan")
     assert await asyncio.wait_for(lock.acquire(), 5)
     other = Mutex(b, "/orphan")

@@ -4,7 +4,6 @@ cancellation, fencing, loss."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import anyio
 import pytest
@@ -22,14 +21,6 @@ from aiocoord import (
 from aiocoord.testing import ZooKeeperServer, drop_connection, expire_session
 
 pytestmark = pytest.mark.timeout(120)
-
-ClientFactory = Callable[..., aiocoord.Client]
-
-
-async def started(factory: ClientFactory, n: int, **kwargs: object) -> list[aiocoord.Client]:
-    clients = [factory(**kwargs) for _ in range(n)]
-    await asyncio.gather(*(c.start() for c in clients))
-    return clients
 
 
 async def take_and_release(lock: Mutex) -> int:
@@ -55,10 +46,8 @@ class Overlap:
         self.inside -= 1
 
 
-async def test_mutual_exclusion_across_clients_and_tasks(
-    client_factory: ClientFactory, children_of
-) -> None:
-    clients = await started(client_factory, 4)
+async def test_mutual_exclusion_across_clients_and_tasks(started, children_of) -> None:
+    clients = await started(4)
     overlap = Overlap()
 
     async def worker(client: aiocoord.Client) -> None:
@@ -73,10 +62,8 @@ async def test_mutual_exclusion_across_clients_and_tasks(
     assert await children_of(clients[0], "/lock") == []
 
 
-async def test_waiters_are_served_in_the_order_they_queued(
-    client_factory: ClientFactory, children_reach
-) -> None:
-    clients = await started(client_factory, 5)
+async def test_waiters_are_served_in_the_order_they_queued(started, children_reach) -> None:
+    clients = await started(5)
     holder = Mutex(clients[0], "/fifo")
     await holder.acquire()
     order: list[int] = []
@@ -132,8 +119,8 @@ async def test_release_by_a_task_that_does_not_hold_it_is_refused(coord: aiocoor
     await lock.release()
 
 
-async def test_timeout_returns_false_and_leaves_no_node(client_factory: ClientFactory) -> None:
-    a, b = await started(client_factory, 2)
+async def test_timeout_returns_false_and_leaves_no_node(started) -> None:
+    a, b = await started(2)
     held = Mutex(a, "/t")
     await held.acquire()
     assert not await Mutex(b, "/t").acquire(timeout=0.1)
@@ -141,10 +128,8 @@ async def test_timeout_returns_false_and_leaves_no_node(client_factory: ClientFa
     await held.release()
 
 
-async def test_cancellation_at_every_await_point_leaves_no_node(
-    client_factory: ClientFactory, children_of
-) -> None:
-    a, b = await started(client_factory, 2)
+async def test_cancellation_at_every_await_point_leaves_no_node(started, children_of) -> None:
+    a, b = await started(2)
     held = Mutex(a, "/cancel")
     await held.acquire()
     # Cancel the waiter after 0, 1, 2, ... loop iterations: this lands the
@@ -162,8 +147,8 @@ async def test_cancellation_at_every_await_point_leaves_no_node(
     assert await children_of(a, "/cancel") == []
 
 
-async def test_enclosing_deadline_is_honoured(client_factory: ClientFactory) -> None:
-    a, b = await started(client_factory, 2)
+async def test_enclosing_deadline_is_honoured(started) -> None:
+    a, b = await started(2)
     held = Mutex(a, "/deadline")
     await held.acquire()
     with pytest.raises(TimeoutError):
@@ -173,8 +158,8 @@ async def test_enclosing_deadline_is_honoured(client_factory: ClientFactory) -> 
     await held.release()
 
 
-async def test_fencing_tokens_strictly_increase(client_factory: ClientFactory) -> None:
-    clients = await started(client_factory, 3)
+async def test_fencing_tokens_strictly_increase(started) -> None:
+    clients = await started(3)
     tokens: list[int] = []
     for round_ in range(3):
         for client in clients:
@@ -201,9 +186,9 @@ async def test_fenced_transaction_applies_only_while_held(coord: aiocoord.Client
 
 
 async def test_participants_lists_contenders_in_order_with_their_data(
-    client_factory: ClientFactory, children_reach
+    started, children_reach
 ) -> None:
-    a, b = await started(client_factory, 2)
+    a, b = await started(2)
     first = Mutex(a, "/who", data=b"first")
     await first.acquire()
     waiting = asyncio.create_task(take_and_release(Mutex(b, "/who", data=b"second")))
@@ -219,9 +204,9 @@ async def test_participants_lists_contenders_in_order_with_their_data(
 
 
 async def test_expired_holder_is_told_and_the_next_waiter_gets_the_lock(
-    client_factory: ClientFactory,
+    started,
 ) -> None:
-    a, b = await started(client_factory, 2)
+    a, b = await started(2)
     holder = Mutex(a, "/expire")
     cancelled = asyncio.Event()
     entered = asyncio.Event()
@@ -296,9 +281,9 @@ async def test_holder_rides_out_a_server_restart_under_the_session_policy(
 
 
 async def test_read_write_lock_shares_reads_and_excludes_writes(
-    client_factory: ClientFactory,
+    started,
 ) -> None:
-    clients = await started(client_factory, 4)
+    clients = await started(4)
     readers_inside = 0
     max_readers = 0
     writers_inside = 0
@@ -332,20 +317,23 @@ async def test_read_write_lock_shares_reads_and_excludes_writes(
     assert max_readers > 1  # reads really were shared
 
 
-async def test_waiting_writer_holds_back_later_readers(
-    client_factory: ClientFactory, children_reach
-) -> None:
-    a, b, c = await started(client_factory, 3)
+async def test_waiting_writer_holds_back_later_readers(started, children_reach) -> None:
+    a, b, c = await started(3)
     first_reader = ReadWriteLock(a, "/fair").read_lock
     await first_reader.acquire()
     writer = ReadWriteLock(b, "/fair").write_lock
-    writer_task = asyncio.create_task(writer.acquire())
+
+    async def write() -> None:
+        async with writer:
+            pass
+
+    writer_task = asyncio.create_task(write())
     rw_c = ReadWriteLock(c, "/fair")
     await children_reach(c, "/fair", 2)
     # A reader arriving after the waiting writer must not jump ahead of it.
     assert not await rw_c.read_lock.acquire(timeout=0.2)
     await first_reader.release()
-    assert await asyncio.wait_for(writer_task, 5) > 0
+    await asyncio.wait_for(writer_task, 5)
 
 
 async def test_writer_may_downgrade_but_not_upgrade(coord: aiocoord.Client, children_of) -> None:
@@ -410,8 +398,8 @@ async def test_release_survives_a_dropped_connection(
         assert await children_of(client, "/release") == []
 
 
-async def test_anyio_deadlines_are_honoured(client_factory: ClientFactory) -> None:
-    a, b = await started(client_factory, 2)
+async def test_anyio_deadlines_are_honoured(started) -> None:
+    a, b = await started(2)
     held = Mutex(a, "/anyio")
     await held.acquire()
     with anyio.move_on_after(0.2) as scope:

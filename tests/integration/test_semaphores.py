@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import pytest
 
@@ -13,17 +12,9 @@ from aiocoord.testing import expire_session
 
 pytestmark = pytest.mark.timeout(120)
 
-ClientFactory = Callable[..., aiocoord.Client]
 
-
-async def started(factory: ClientFactory, n: int) -> list[aiocoord.Client]:
-    clients = [factory() for _ in range(n)]
-    await asyncio.gather(*(c.start() for c in clients))
-    return clients
-
-
-async def test_never_more_than_max_leases(client_factory: ClientFactory) -> None:
-    clients = await started(client_factory, 4)
+async def test_never_more_than_max_leases(started) -> None:
+    clients = await started(4)
     inside = 0
     peak = 0
     done = 0
@@ -62,10 +53,8 @@ async def test_acquire_many_and_release_one_by_one(coord: aiocoord.Client) -> No
         await sem.acquire(4)
 
 
-async def test_a_crashed_holders_lease_comes_back(
-    client_factory: ClientFactory, children_reach
-) -> None:
-    a, b = await started(client_factory, 2)
+async def test_a_crashed_holders_lease_comes_back(started, children_reach) -> None:
+    a, b = await started(2)
     held = await Semaphore(a, "/crash", 1).acquire()
     assert held is not None
     waiting = asyncio.create_task(Semaphore(b, "/crash", 1).acquire())
@@ -88,10 +77,8 @@ async def test_lease_is_lost_with_the_session(coord: aiocoord.Client) -> None:
     await leases[0].release()  # the node went with the session: nothing to do
 
 
-async def test_cancelled_waiter_leaves_no_lease_node(
-    client_factory: ClientFactory, children_of
-) -> None:
-    a, b = await started(client_factory, 2)
+async def test_cancelled_waiter_leaves_no_lease_node(started, children_of) -> None:
+    a, b = await started(2)
     sem_a = Semaphore(a, "/cancelled", 1)
     held = await sem_a.acquire()
     assert held is not None
@@ -107,8 +94,8 @@ async def test_cancelled_waiter_leaves_no_lease_node(
     await held[0].release()
 
 
-async def test_semaphore_mutex_is_not_reentrant(client_factory: ClientFactory) -> None:
-    a, b = await started(client_factory, 2)
+async def test_semaphore_mutex_is_not_reentrant(started) -> None:
+    a, b = await started(2)
     lock = SemaphoreMutex(a, "/smutex")
     assert await lock.acquire()
     assert lock.is_held
@@ -126,8 +113,8 @@ async def test_semaphore_mutex_is_not_reentrant(client_factory: ClientFactory) -
         pass
 
 
-async def test_multi_lock_is_all_or_nothing(client_factory: ClientFactory, children_of) -> None:
-    a, b = await started(client_factory, 2)
+async def test_multi_lock_is_all_or_nothing(started, children_of) -> None:
+    a, b = await started(2)
     blocker = Mutex(b, "/m2")
     await blocker.acquire()
     first, second = Mutex(a, "/m1"), Mutex(a, "/m2")
@@ -140,10 +127,8 @@ async def test_multi_lock_is_all_or_nothing(client_factory: ClientFactory, child
     assert not first.is_held and not second.is_held
 
 
-async def test_multi_lock_rolls_back_on_cancellation(
-    client_factory: ClientFactory, children_reach, children_of
-) -> None:
-    a, b = await started(client_factory, 2)
+async def test_multi_lock_rolls_back_on_cancellation(started, children_reach, children_of) -> None:
+    a, b = await started(2)
     blocker = SemaphoreMutex(b, "/c2")
     await blocker.acquire()
     first = Mutex(a, "/c1")

@@ -22,19 +22,12 @@ from aiocoord.testing import drop_connection, expire_session
 
 pytestmark = pytest.mark.timeout(120)
 
-ClientFactory = Callable[..., aiocoord.Client]
 WAIT = 10.0
 """Bound on every wait for a notification (a generous one: the server is local)."""
 
 
 def encoded(value: int) -> bytes:
     return struct.pack(">i", value)
-
-
-async def started(factory: ClientFactory, n: int) -> list[aiocoord.Client]:
-    clients = [factory() for _ in range(n)]
-    await asyncio.gather(*(c.start() for c in clients))
-    return clients
 
 
 class WarningsAbout(logging.Handler):
@@ -77,8 +70,8 @@ def own_tasks(before: set[asyncio.Task[object]]) -> list[asyncio.Task[object]]:
     return [t for t in asyncio.all_tasks() - before if not t.done()]
 
 
-async def test_two_clients_share_one_count(client_factory: ClientFactory) -> None:
-    a, b = await started(client_factory, 2)
+async def test_two_clients_share_one_count(started) -> None:
+    a, b = await started(2)
     async with SharedCount(a, "/shared", 5) as left, SharedCount(b, "/shared", 99) as right:
         assert left.count == right.count == 5  # the seed applies only to the creator
         seen: list[int] = []
@@ -98,10 +91,10 @@ async def test_two_clients_share_one_count(client_factory: ClientFactory) -> Non
         await SharedCount(a, "/shared", 2**31).start()
 
 
-async def test_try_set_compares_with_the_local_value_first(client_factory: ClientFactory) -> None:
+async def test_try_set_compares_with_the_local_value_first(started) -> None:
     """Curator's trySetValue refuses a ``previous`` that differs (version or value) from
     the value it holds, so ZooKeeper's -1 ("any version") never acts as a wildcard."""
-    a, b = await started(client_factory, 2)
+    a, b = await started(2)
     async with SharedCount(a, "/try", 5) as count:
         assert not await count.try_set_count(VersionedValue(-1, 5), 6)
         assert not await count.try_set_count(VersionedValue(0, 4), 6)  # right version only
@@ -153,9 +146,9 @@ async def test_start_fails_on_bytes_that_are_not_a_count(coord: aiocoord.Client)
 
 
 async def test_bad_bytes_are_reported_and_the_next_good_value_is_picked_up(
-    client_factory: ClientFactory, warnings_about: Callable[[str], WarningsAbout]
+    started, warnings_about: Callable[[str], WarningsAbout]
 ) -> None:
-    a, b = await started(client_factory, 2)
+    a, b = await started(2)
     warnings = warnings_about("/flaky")
     async with SharedCount(a, "/flaky", 1) as count:
         changes = count.changes()
@@ -188,9 +181,9 @@ async def test_start_notifies_nobody(coord: aiocoord.Client) -> None:
     await changes.aclose()
 
 
-async def test_every_write_notifies_even_an_equal_value(client_factory: ClientFactory) -> None:
+async def test_every_write_notifies_even_an_equal_value(started) -> None:
     """Curator calls listeners for every version it reads, equal value or not."""
-    a, b = await started(client_factory, 2)
+    a, b = await started(2)
     async with SharedCount(a, "/same", 5) as writer, SharedCount(b, "/same", 0) as reader:
         mine: list[int] = []
         writer.add_listener(mine.append)
@@ -233,10 +226,8 @@ async def test_reconnection_rereads_and_notifies(coord: aiocoord.Client, state_l
         await changes.aclose()
 
 
-async def test_a_write_made_while_the_session_was_gone_is_picked_up(
-    client_factory: ClientFactory, state_log
-) -> None:
-    a, b = await started(client_factory, 2)
+async def test_a_write_made_while_the_session_was_gone_is_picked_up(started, state_log) -> None:
+    a, b = await started(2)
     log = state_log(b)
     async with SharedCount(b, "/away", 5) as count:
         changes = count.changes()
@@ -251,9 +242,9 @@ async def test_a_write_made_while_the_session_was_gone_is_picked_up(
         await changes.aclose()
 
 
-async def test_a_deleted_and_recreated_node_is_followed(client_factory: ClientFactory) -> None:
+async def test_a_deleted_and_recreated_node_is_followed(started) -> None:
     """Version numbers restart with a new node; the new value must not be taken for old news."""
-    a, b = await started(client_factory, 2)
+    a, b = await started(2)
     async with SharedCount(a, "/reborn", 5) as count:
         changes = count.changes()
         await b.set("/reborn", encoded(6))
