@@ -7,6 +7,8 @@ library's own exceptions never reach users.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "APIError",
     "AuthFailedError",
@@ -46,6 +48,21 @@ __all__ = [
 
 class CoordinationError(Exception):
     """Root of every error aiocoord raises on purpose."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Exception's default pickling calls ``cls(*self.args)``, which fits
+        # none of the constructors here (they take a path and build the
+        # message): restore the message and attributes as they are instead.
+        return _restore, (type(self), self.args, self.__dict__)
+
+
+def _restore(
+    cls: type[CoordinationError], args: tuple[Any, ...], state: dict[str, Any]
+) -> CoordinationError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
 
 
 # --- session and connection -------------------------------------------------
@@ -122,9 +139,6 @@ class LeaseHeldError(OwnershipError):
     def __init__(self, path: str):
         super().__init__(f"the lease {path!r} is held by another holder")
         self.path = path
-
-    def __reduce__(self) -> tuple[type[LeaseHeldError], tuple[str]]:
-        return type(self), (self.path,)
 
 
 class DeadlockError(CoordinationError, RuntimeError):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import inspect
 import pickle
 
+import pytest
+
 import aiocoord
 import aiocoord.testing
 
@@ -52,3 +54,26 @@ def test_moved_errors_keep_their_place_in_the_hierarchy() -> None:
 def test_atomic_failures_equal_their_documented_strings() -> None:
     assert list(aiocoord.AtomicFailure) == ["contention", "bound", "mismatch"]
     assert aiocoord.AtomicFailure("bound") is aiocoord.AtomicFailure.BOUND
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        aiocoord.NoNodeError("/a"),
+        aiocoord.LockLostError("/lock", "its node is gone"),
+        aiocoord.LeaseHeldError("/lease"),
+        aiocoord.DataTooLargeError("/big", 10, 5),
+        aiocoord.CorruptValueError("/c", b"\x01", "a count"),
+        aiocoord.BoundExceededError("/b", 5, 1, 0, 5),
+        aiocoord.OutcomeUnknownError("/o"),
+        aiocoord.ConnectionLossError("gone", sent=True),
+        aiocoord.InvalidPathError("bad", "no leading slash"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_errors_survive_pickling_with_message_and_attributes(error: Exception) -> None:
+    """Errors cross process boundaries (multiprocessing, task queues) intact."""
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is type(error)
+    assert str(copy) == str(error)
+    assert vars(copy) == vars(error)
