@@ -248,6 +248,11 @@ class SessionEngine:
         self._session_lost = True
         self.session_id = 0
         self._password = _ZERO_PASSWORD
+        # A server refuses a client that has seen a newer zxid than its own.
+        # That guards a session against going back in time; a new session has
+        # nothing to guard, and keeping the old zxid would lock the client out
+        # of a rebuilt ensemble (wiped data, restored backup) forever.
+        self._last_zxid = 0
         error = SessionExpiredError("ZooKeeper session expired")
         self._watches.fail_all(error)
         old_ready = self._ready

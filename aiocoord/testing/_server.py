@@ -669,6 +669,17 @@ class ZooKeeperServer:
                 await self._wait_exit(None)
             self._forget()
 
+    def wipe(self) -> None:
+        """Delete the stopped server's data (its transaction log and snapshots), as
+        a rebuilt server, a wiped volume or a restored empty backup has none.
+
+        On the next start it knows no session and no zxid: clients that saw
+        later zxids must start new sessions there.
+        """
+        if self.is_running:
+            raise RuntimeError(f"stop {self!r} before wiping its data")
+        shutil.rmtree(self.data_dir / "version-2", ignore_errors=True)
+
     async def kill(self) -> None:
         """Kill with SIGKILL (no shutdown at all) and wait until the process is gone."""
         with anyio.CancelScope(shield=True):

@@ -70,6 +70,28 @@ async def test_server_restart_suspends_at_once_and_resumes_the_same_session(
         assert stat is not None and stat.ephemeral_owner == session
 
 
+async def test_a_rebuilt_server_on_the_same_address_is_rejoined_with_a_new_session(
+    private_zookeeper: ZooKeeperServer, state_log
+) -> None:
+    """The rebuilt server has never seen the client's last zxid and refuses to
+    resume its session; once that session is lost, the client starts a new
+    one there (issue: it kept offering the old zxid and stayed LOST forever)."""
+    async with aiocoord.connect(private_zookeeper.connect_string, session_timeout=2) as client:
+        log = state_log(client)
+        for i in range(20):
+            await client.create(f"/before-{i}")
+        old_session = client.session_id
+        await private_zookeeper.stop()
+        private_zookeeper.wipe()
+        await private_zookeeper.start()
+        async with asyncio.timeout(20):
+            await log.wait_for(ConnectionState.LOST)
+            await log.wait_for(ConnectionState.CONNECTED)
+        assert client.session_id not in (0, old_session)
+        assert await client.exists("/before-0") is None  # it really is a new server
+        await client.create("/after")
+
+
 async def test_request_made_while_suspended_waits_for_the_session(
     private_zookeeper: ZooKeeperServer, state_log
 ) -> None:
