@@ -42,6 +42,7 @@ from ._recipes._counter import AtomicStats as AtomicStats
 from ._recipes._counter import AtomicValue as AtomicValue
 from ._recipes._counter import PromotedToLock as PromotedToLock
 from ._recipes._lease import Lease as Lease
+from ._recipes._lease import LeaseHold as LeaseHold
 from ._recipes._lock import FencedTransaction as FencedTransaction
 from ._recipes._lock import HoldContext as HoldContext
 from ._recipes._lock import Mutex as Mutex
@@ -128,6 +129,7 @@ __all__ = [
     "InvalidPathError",
     "Lease",
     "LeaseHeldError",
+    "LeaseHold",
     "LockLostError",
     "Lockable",
     "MultiLock",

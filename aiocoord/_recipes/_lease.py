@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
 from .. import _paths
 from .._exceptions import (
     BadVersionError,
+    CoordinationError,
     CorruptValueError,
     LeaseHeldError,
     LockLostError,
@@ -44,7 +47,7 @@ from ._contenders import (
     sort_contenders,
 )
 
-__all__ = ["Lease"]
+__all__ = ["Lease", "LeaseHold"]
 
 _NAME = "lease-"
 
@@ -66,6 +69,8 @@ class _LeaseData(Codec[tuple[int, bytes]]):
 
 
 _DATA = _LeaseData()
+
+log = logging.getLogger("aiocoord")
 
 
 class Lease:
@@ -225,6 +230,34 @@ class Lease:
             with anyio.move_on_after(self._valid_until - time.monotonic()):
                 await self._changed.wait()
 
+    def hold(self, *, cancel_on_loss: bool = True, keep_alive: bool = True) -> LeaseHold:
+        """``async with lease.hold():`` take the lease (LeaseHeldError if another
+        holder has it), run the block, release it.
+
+        With ``keep_alive`` the lease is renewed every third of its TTL while
+        the block runs. If it lapses anyway (renewals failed: ZooKeeper out of
+        reach, or the lease taken over), the block is cancelled with
+        ``cancel_on_loss`` and leaving it raises LockLostError either way.
+        """
+        return LeaseHold(self, cancel_on_loss=cancel_on_loss, keep_alive=keep_alive)
+
+    async def _keep(self, keep_alive: bool) -> None:
+        """Return once the lease is no longer held, renewing it meanwhile if asked."""
+        while self.is_held:
+            remaining = self._valid_until - time.monotonic()
+            if not keep_alive:
+                await self.wait_lost()
+                return
+            await anyio.sleep(min(self.ttl / 3, remaining))
+            # A renewal that cannot finish before the lease lapses is too late.
+            with anyio.move_on_after(max(0.0, self._valid_until - time.monotonic())):
+                try:
+                    await self.renew()
+                except LockLostError:
+                    return
+                except CoordinationError as error:
+                    log.info("lease %r: renewal failed (%r); trying again", self.path, error)
+
     async def renew(self) -> None:
         """Restart the TTL; LockLostError if the lease lapsed and is gone or taken."""
         node = self._node
@@ -262,3 +295,48 @@ class Lease:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.release()
+
+
+class LeaseHold:
+    """What :meth:`Lease.hold` returns: the lease held, and kept, for one block."""
+
+    def __init__(self, lease: Lease, *, cancel_on_loss: bool, keep_alive: bool) -> None:
+        self._lease = lease
+        self._cancel_on_loss = cancel_on_loss
+        self._keep_alive = keep_alive
+        self._scope: anyio.CancelScope | None = None
+        self._keeper: asyncio.Task[Any] | None = None
+        self._lost = False
+
+    async def __aenter__(self) -> Lease:
+        lease = self._lease
+        if not await lease.try_acquire():
+            raise LeaseHeldError(lease.path)
+        if self._cancel_on_loss:
+            self._scope = anyio.CancelScope()
+            self._scope.__enter__()
+        self._keeper = lease._client.start_background(
+            self._watch(), name=f"aiocoord-lease-keeper {lease.path}"
+        )
+        return lease
+
+    async def _watch(self) -> None:
+        await self._lease._keep(self._keep_alive)
+        self._lost = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+        suppress = False
+        if self._scope is not None:
+            suppress = bool(self._scope.__exit__(exc_type, exc, tb))
+        lost = self._lost or not self._lease.is_held
+        await self._lease.release()
+        if lost and (exc_type is None or suppress):
+            raise LockLostError(self._lease.path, "the lease lapsed")
+        return suppress

@@ -160,3 +160,43 @@ async def test_wait_lost_returns_on_release_and_on_lapse(client_factory: ClientF
     assert await short.try_acquire()
     await short.wait_lost()  # nobody renews: it lapses by the local clock
     assert not short.is_held
+
+
+async def test_hold_keeps_the_lease_alive_while_the_block_runs(
+    client_factory: ClientFactory,
+) -> None:
+    a, b = client_factory(), client_factory()
+    await asyncio.gather(a.start(), b.start())
+    lease = Lease(a, "/kept", ttl=0.3, holder="a")
+    async with lease.hold():
+        # Several TTLs pass (time passing is the point here); renewals keep it.
+        for _ in range(4):
+            await asyncio.sleep(0.2)
+            assert lease.is_held
+            assert not await Lease(b, "/kept", ttl=0.3, holder="b").try_acquire()
+    assert not lease.is_held
+    assert await Lease(b, "/kept", ttl=0.3, holder="b").try_acquire()
+
+
+async def test_hold_without_keep_alive_cancels_the_block_when_the_lease_lapses(
+    client_factory: ClientFactory,
+) -> None:
+    client = client_factory()
+    await client.start()
+    lease = Lease(client, "/lapsing-hold", ttl=0.3, holder="h")
+    reached_end = False
+    with pytest.raises(LockLostError):
+        async with lease.hold(keep_alive=False):
+            await asyncio.Event().wait()  # only the lapse ends this
+            reached_end = True
+    assert not reached_end and not lease.is_held
+    assert client.background_tasks == 0
+
+
+async def test_hold_refuses_a_lease_held_by_another(client_factory: ClientFactory) -> None:
+    a, b = client_factory(), client_factory()
+    await asyncio.gather(a.start(), b.start())
+    async with Lease(a, "/taken", ttl=30, holder="a").hold():
+        with pytest.raises(LeaseHeldError):
+            async with Lease(b, "/taken", ttl=30, holder="b").hold():
+                pass
