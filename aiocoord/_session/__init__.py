@@ -4,7 +4,10 @@ Recipes (layer 2) import from this package, never from its modules. What
 they may use:
 
 - :class:`Client` and what it returns: :class:`Transaction` (with
-  :class:`Fence` guards), :class:`Pipeline`, :class:`Watch`.
+  :class:`Fence` guards), :class:`Pipeline`, :class:`Watch`,
+  :class:`PersistentWatch`. Background work goes through
+  ``Client.start_background`` (never a bare ``create_task``) and state
+  shared by a client's recipe objects through ``Client.recipe_state``.
 - States: :class:`ConnectionState`, :class:`ErrorPolicy`; fan-out of values
   to listeners and async iterators: :class:`Broadcast`, :class:`Subscription`.
 - A recipe's own nodes: :class:`OwnNode` (protected create, optionally with a
