@@ -45,6 +45,8 @@ __all__ = ["SessionEngine"]
 log = logging.getLogger("aiocoord")
 
 _MAX_BACKOFF = 0.5
+_WARN_EVERY = 10.0
+"""Seconds between warnings while connection attempts keep failing."""
 _CLOSE_TIMEOUT = 2.0
 _ZERO_PASSWORD = b"\x00" * 16
 
@@ -92,6 +94,8 @@ class SessionEngine:
         self._suspended_at: float | None = None
         self._deferred_events: list[tuple[EventType, str]] | None = None
         self._host_index = random.randrange(len(self._hosts))
+        self._last_failure: tuple[str, BaseException] | None = None
+        self._last_warning = time.monotonic()  # the first warning after one quiet period
 
     # --- facts ------------------------------------------------------------------
 
@@ -135,9 +139,11 @@ class SessionEngine:
         except TimeoutError:
             await self.close()
             hosts = ",".join(f"{h}:{p}" for h, p in self._hosts)
+            failure = self._last_failure
+            detail = f" (last attempt: {failure[0]})" if failure else ""
             raise OperationTimeoutError(
-                f"no ZooKeeper server at {hosts} within {limit} s"
-            ) from None
+                f"no ZooKeeper session from {hosts} within {limit} s{detail}"
+            ) from (failure[1] if failure else None)
         except BaseException:
             await self.close()
             raise
@@ -262,6 +268,26 @@ class SessionEngine:
             old_ready.exception()
         self._set_state(ConnectionState.LOST)
 
+    def _note_failure(self, host: str, port: int, error: BaseException, *, handshake: bool) -> None:
+        """Remember why the last attempt failed (for the error ``start()`` raises) and
+        say so at WARNING now and then, not only at DEBUG: an operator must see why
+        the client stays disconnected."""
+        if isinstance(error, TimeoutError):
+            what = "no answer to the handshake" if handshake else "connecting timed out"
+        elif isinstance(error, ConnectionLossError):
+            # A server closes the socket without a word when it refuses a client
+            # that has seen a newer zxid than its own (see its log), or while it
+            # is not serving yet.
+            what = f"the server closed the connection during the handshake ({error})"
+        else:
+            what = f"{type(error).__name__}: {error}"
+        self._last_failure = (f"{host}:{port}: {what}", error)
+        log.debug("connecting to %s:%s failed: %r", host, port, error)
+        now = time.monotonic()
+        if now - self._last_warning >= _WARN_EVERY:
+            self._last_warning = now
+            log.warning("cannot connect to ZooKeeper at %s:%s: %s; retrying", host, port, what)
+
     async def _try_connect(self, host: str, port: int) -> Connection | None:
         timeout = self._connect_timeout
         if self._suspended_at is not None and not self._session_lost:
@@ -295,7 +321,7 @@ class SessionEngine:
                 self._deferred_events = []
                 await self._prime(conn, resumed)
         except (OSError, TimeoutError, ConnectionLossError) as error:
-            log.debug("connecting to %s:%s failed: %r", host, port, error)
+            self._note_failure(host, port, error, handshake=conn is not None)
             if conn is not None:
                 conn.abort()
             self._flush_deferred_events()

@@ -98,6 +98,8 @@ def parse_hosts(hosts: Hosts) -> list[tuple[str, int]]:
         host, sep, port = item.rpartition(":")
         if not sep:
             host, port = item, "2181"
+        if not port.isdigit() or not 0 < int(port) < 65536 or not host.strip("[]"):
+            raise ValueError(f"{item!r} is not host:port (in the hosts {hosts!r})")
         parsed.append((host.strip("[]"), int(port)))
     if not parsed:
         raise ValueError("no ZooKeeper hosts given")

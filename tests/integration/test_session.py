@@ -43,9 +43,12 @@ async def test_start_gives_up_when_no_server_answers() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # bound, not listening: connections are refused
         client = aiocoord.connect(f"127.0.0.1:{port}")
-        with pytest.raises(aiocoord.OperationTimeoutError):
+        with pytest.raises(aiocoord.OperationTimeoutError) as caught:
             await client.start(timeout=0.5)
     assert client.closed
+    # The real cause, not only "timed out": what the last attempt ran into.
+    assert "ConnectionRefusedError" in str(caught.value)
+    assert isinstance(caught.value.__cause__, ConnectionRefusedError)
 
 
 async def test_server_restart_suspends_at_once_and_resumes_the_same_session(
