@@ -20,6 +20,7 @@ from ._exceptions import LeaseHeldError as LeaseHeldError
 from ._exceptions import LockLostError as LockLostError
 from ._exceptions import NoAuthError as NoAuthError
 from ._exceptions import NoChildrenForEphemeralsError as NoChildrenForEphemeralsError
+from ._exceptions import NoConnectionError as NoConnectionError
 from ._exceptions import NodeExistsError as NodeExistsError
 from ._exceptions import NoNodeError as NoNodeError
 from ._exceptions import NotEmptyError as NotEmptyError
@@ -136,6 +137,7 @@ __all__ = [
     "Mutex",
     "NoAuthError",
     "NoChildrenForEphemeralsError",
+    "NoConnectionError",
     "NoNodeError",
     "NodeExistsError",
     "NotEmptyError",

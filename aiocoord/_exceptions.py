@@ -28,6 +28,7 @@ __all__ = [
     "LockLostError",
     "NoAuthError",
     "NoChildrenForEphemeralsError",
+    "NoConnectionError",
     "NoNodeError",
     "NodeExistsError",
     "NotEmptyError",
@@ -83,6 +84,21 @@ class ConnectionLossError(SessionError):
     def __init__(self, message: str = "connection to ZooKeeper lost", *, sent: bool = False):
         super().__init__(message)
         self.sent = sent
+
+
+class NoConnectionError(ConnectionLossError):
+    """No connection to ZooKeeper could be had within the request timeout, so the
+    request was never sent (``sent`` is False).
+
+    Not retried by the retry policies: the wait already lasted as long as the
+    caller allowed. ``waited`` says how long, and ``__cause__`` (also in the
+    message) why the last connection attempt failed.
+    """
+
+    def __init__(self, waited: float, reason: str = ""):
+        detail = f": {reason}" if reason else ""
+        super().__init__(f"no connection to ZooKeeper within {waited:g} s{detail}", sent=False)
+        self.waited = waited
 
 
 class SessionExpiredError(SessionError):

@@ -35,14 +35,23 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 COUNTER_PATH = "/web/hits"
+REQUEST_TIMEOUT = 2.0
+"""How long a handler waits for ZooKeeper before answering 503 (default: the
+session timeout, 10 s, longer than most HTTP clients wait)."""
 
 
 class CounterApp:
     """The ASGI application: one client per process, opened for the app's lifetime."""
 
-    def __init__(self, hosts: str | None = None, namespace: str = "/aiocoord-web") -> None:
+    def __init__(
+        self,
+        hosts: str | None = None,
+        namespace: str = "/aiocoord-web",
+        request_timeout: float = REQUEST_TIMEOUT,
+    ) -> None:
         self._hosts = hosts
         self._namespace = namespace
+        self._request_timeout = request_timeout
         self._client: aiocoord.Client | None = None
         self._counter: aiocoord.AtomicLong | None = None
 
@@ -57,7 +66,9 @@ class CounterApp:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 hosts = self._hosts or os.environ.get("AIOCOORD_ZK", "127.0.0.1:2181")
-                self._client = aiocoord.connect(hosts, namespace=self._namespace)
+                self._client = aiocoord.connect(
+                    hosts, namespace=self._namespace, request_timeout=self._request_timeout
+                )
                 await self._client.start()
                 self._counter = aiocoord.AtomicLong(
                     self._client, COUNTER_PATH, retry=aiocoord.RetryForever(0.001)
@@ -73,17 +84,27 @@ class CounterApp:
         counter = self._counter
         assert counter is not None, "lifespan startup has not run"
         method, path = scope["method"], scope["path"]
-        if method == "POST" and path == "/hit":
-            result = await counter.increment()
-            status, body = (
-                (200, {"hit": result.post_value})
-                if result.succeeded
-                else (503, {"error": "too much contention, try again"})
-            )
-        elif method == "GET" and path == "/count":
-            status, body = 200, {"count": (await counter.get()).post_value}
-        else:
-            status, body = 404, {"error": "not found"}
+        status: int
+        body: dict[str, Any]
+        try:
+            if method == "POST" and path == "/hit":
+                result = await counter.increment()
+                status, body = (
+                    (200, {"hit": result.post_value})
+                    if result.succeeded
+                    else (503, {"error": "too much contention, try again"})
+                )
+            elif method == "GET" and path == "/count":
+                status, body = 200, {"count": (await counter.get()).post_value}
+            else:
+                status, body = 404, {"error": "not found"}
+        except aiocoord.OutcomeUnknownError:
+            # The write was sent and the connection dropped before its reply.
+            status, body = 503, {"error": "the hit may or may not have counted: connection lost"}
+        except aiocoord.SessionError as error:
+            # ZooKeeper out of reach for the whole request timeout (NoConnectionError),
+            # or the session went while the request waited.
+            status, body = 503, {"error": f"ZooKeeper unavailable: {error}"}
         payload = json.dumps(body).encode()
         await send(
             {

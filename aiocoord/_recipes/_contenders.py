@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import anyio
 
 from .. import _paths
-from .._exceptions import ClientClosedError, NoNodeError, SessionExpiredError
+from .._exceptions import ClientClosedError, NoConnectionError, NoNodeError, SessionExpiredError
 from .._session import (
     Client,
     OwnNode,
@@ -325,8 +325,8 @@ class Contender:
             return
         try:
             await delete_quietly(self._client, node)
-        except (SessionExpiredError, ClientClosedError):
-            pass  # the node went with the session
+        except (SessionExpiredError, ClientClosedError, NoConnectionError):
+            pass  # the node went with the session (or goes when it does)
         except asyncio.CancelledError:
             # The caller gave up waiting, but the node must still go: finish
             # (the delete is idempotent) where the cancellation cannot reach.

@@ -34,6 +34,7 @@ from .._exceptions import (
     BoundExceededError,
     ConnectionLossError,
     CounterOverflowError,
+    NoConnectionError,
     NodeExistsError,
     NoNodeError,
     OutcomeUnknownError,
@@ -179,6 +180,8 @@ class _Engine(Generic[T]):
             except NoNodeError:
                 self._known = None
                 return self.zero, -1
+            except NoConnectionError:
+                raise  # waited as long as allowed: repeating would wait again
             except (ConnectionLossError, SessionExpiredError):
                 continue  # a read is safe to repeat; requests wait while suspended
             # An empty node reads as zero, as Curator's does.
@@ -218,6 +221,8 @@ class _Engine(Generic[T]):
             # Lost the race (or the write never left before the session went):
             # nothing was applied.
             return None
+        except NoConnectionError:
+            raise
         except ConnectionLossError as error:
             if error.sent:
                 raise OutcomeUnknownError(self.path) from error
@@ -234,6 +239,8 @@ class _Engine(Generic[T]):
                     _path, stat = await client.create_with_stat(self.path, data, make_parents=True)
                 except NodeExistsError:
                     continue
+            except NoConnectionError:
+                raise
             except ConnectionLossError as error:
                 if error.sent:
                     raise OutcomeUnknownError(self.path) from error

@@ -28,6 +28,7 @@ from .._exceptions import (
     CorruptValueError,
     LeaseHeldError,
     LockLostError,
+    NoConnectionError,
     NoNodeError,
     NotOwnerError,
     TTLNodesDisabledError,
@@ -283,7 +284,8 @@ class Lease:
             return
         self._node = None
         self._changed.set()
-        with contextlib.suppress(NoNodeError, BadVersionError):
+        # Unreachable ZooKeeper (NoConnectionError): the node lapses by its TTL.
+        with contextlib.suppress(NoNodeError, BadVersionError, NoConnectionError):
             await retry_on_connection_loss(
                 self._client, lambda: self._client.delete(node, version=self._version)
             )

@@ -9,6 +9,7 @@ protected nodes. :class:`Client` wires them together for one session.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Hashable, Sequence
 from typing import Any, ParamSpec, TypeVar, Unpack
 
@@ -18,7 +19,7 @@ from .._types import ACL, Stat, WatchEvent
 from ._background import Background
 from ._batch import Pipeline, Transaction
 from ._broadcast import Subscription
-from ._engine import SessionEngine
+from ._engine import SessionEngine, request_timeout
 from ._nodes import OwnNode, Parents, find_protected
 from ._options import ClientOptions, Hosts, Settings
 from ._requests import CreateOptions, RequestBuilder
@@ -47,6 +48,7 @@ class Client:
 
     def __init__(self, hosts: Hosts, **options: Unpack[ClientOptions]) -> None:
         settings = Settings(**options)
+        self._start_timeout = settings.start_timeout
         self._requests = RequestBuilder(
             settings.namespace, settings.default_acl, settings.max_data_size
         )
@@ -73,11 +75,12 @@ class Client:
     async def start(self, timeout: float | None = None) -> None:
         """Connect and wait for the first session (CONNECTED or READ_ONLY).
 
-        Raises OperationTimeoutError (after closing) if no server answered within
-        ``timeout`` seconds (default: the session timeout), and AuthFailedError
-        if the server refused the credentials.
+        Raises OperationTimeoutError (after closing) if no session was had within
+        ``timeout`` seconds (default: the client's ``start_timeout``, else the
+        session timeout), naming the last attempt's failure, and
+        AuthFailedError if the server refused the credentials.
         """
-        await self._engine.start(timeout)
+        await self._engine.start(timeout if timeout is not None else self._start_timeout)
 
     async def close(self) -> None:
         """End the session (its ephemeral nodes go at once) and every background task."""
@@ -155,12 +158,20 @@ class Client:
         """Wait until connected; False if ``timeout`` passed first."""
         try:
             async with asyncio.timeout(timeout):
-                await self._engine.connection()
+                await self._engine.connection(None)
         except TimeoutError:
             return False
         except SessionExpiredError:
             return await self.wait_connected(timeout)
         return True
+
+    def request_timeout(self, seconds: float | None) -> contextlib.AbstractContextManager[None]:
+        """``with client.request_timeout(2.0):`` requests in the block (from this
+        task and tasks it starts) wait at most that long for a connection, instead
+        of the client's ``request_timeout``; None waits without bound. An
+        enclosing deadline (``anyio.fail_after``, ``asyncio.timeout``) always
+        cuts a wait shorter."""
+        return request_timeout(seconds)
 
     # --- for recipes -----------------------------------------------------------
 
@@ -462,6 +473,10 @@ def connect(hosts: Hosts, **options: Unpack[ClientOptions]) -> Client:
       it. Default 10.
     - ``connect_timeout``: seconds one connection attempt (TCP, TLS, handshake)
       may take; default: the session timeout split over the hosts, at most 2 s.
+    - ``request_timeout``: seconds a request waits for a connection before
+      raising NoConnectionError; default: the session timeout.
+    - ``start_timeout``: seconds ``start()`` (``async with``) waits for the
+      first session; default: the session timeout.
     - ``retry``: the policy of :meth:`Client.retry` and of the recipes.
     - ``auth``: ``(scheme, credential)`` pairs such as ``("digest", "user:pw")``,
       sent on every connection. ``default_acl`` applies to creates without one.

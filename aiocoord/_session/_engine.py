@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .._exceptions import (
@@ -28,6 +29,7 @@ from .._exceptions import (
     ConnectionLossError,
     CoordinationError,
     DataTooLargeError,
+    NoConnectionError,
     OperationTimeoutError,
     SessionExpiredError,
 )
@@ -40,7 +42,7 @@ from ._requests import RequestBuilder
 from ._state import ConnectionState
 from ._watch import WatchKind, WatchRegistry
 
-__all__ = ["SessionEngine"]
+__all__ = ["DEFAULT", "SessionEngine", "request_timeout"]
 
 log = logging.getLogger("aiocoord")
 
@@ -49,6 +51,28 @@ _WARN_EVERY = 10.0
 """Seconds between warnings while connection attempts keep failing."""
 _CLOSE_TIMEOUT = 2.0
 _ZERO_PASSWORD = b"\x00" * 16
+
+
+class _Default:
+    """The type of :data:`DEFAULT`."""
+
+
+DEFAULT = _Default()
+"""Use the request timeout in force (the client's, or a :func:`request_timeout` scope's)."""
+
+_override: contextvars.ContextVar[float | None] = contextvars.ContextVar("aiocoord_request_timeout")
+
+
+@contextlib.contextmanager
+def request_timeout(seconds: float | None) -> Iterator[None]:
+    """Within the block (this task and tasks it starts), requests wait at most
+    ``seconds`` for a connection (None: without bound), whatever the client's
+    ``request_timeout``."""
+    token = _override.set(seconds)
+    try:
+        yield
+    finally:
+        _override.reset(token)
 
 
 class SessionEngine:
@@ -67,6 +91,7 @@ class SessionEngine:
     ) -> None:
         self._hosts = parse_hosts(hosts)
         self._session_timeout = float(settings.session_timeout)
+        self._request_timeout = settings.request_timeout_or_default()
         self._connect_timeout = settings.connect_timeout_for(len(self._hosts))
         self._auth = settings.credentials
         self._allow_read_only = settings.read_only
@@ -442,8 +467,29 @@ class SessionEngine:
 
     # --- carrying requests ---------------------------------------------------------
 
-    async def connection(self) -> Connection:
-        """The live connection, waiting through SUSPENDED for the session to come back."""
+    async def connection(self, limit: float | _Default | None = DEFAULT) -> Connection:
+        """The live connection, waiting through SUSPENDED for the session to come back.
+
+        The wait lasts at most ``limit`` seconds (default: the request timeout
+        in force, see :func:`request_timeout`; None: no bound), then raises
+        NoConnectionError naming the last attempt's failure.
+        """
+        conn = self._conn
+        if conn is not None and conn.is_open:
+            return conn
+        if isinstance(limit, _Default):
+            limit = _override.get(self._request_timeout)
+        try:
+            async with asyncio.timeout(limit):
+                return await self._wait_for_connection()
+        except TimeoutError:
+            assert limit is not None
+            failure = self._last_failure
+            if failure is None:
+                raise NoConnectionError(limit) from None
+            raise NoConnectionError(limit, failure[0]) from failure[1]
+
+    async def _wait_for_connection(self) -> Connection:
         while True:
             conn = self._conn
             if conn is not None:
@@ -481,10 +527,19 @@ class SessionEngine:
 
     async def call(self, op: _zk.Op, hook: ReplyHook | None = None) -> Any:
         """Send one request (waiting for a connection first) and return its reply."""
-        conn = self._conn
-        if conn is None or not conn.is_open:
-            conn = await self.connection()
-        return await conn.submit(op, hook)
+        while True:
+            conn = self._conn
+            if conn is None or not conn.is_open:
+                conn = await self.connection()
+            try:
+                future = conn.submit(op, hook)
+            except ConnectionLossError as error:
+                if error.sent:
+                    raise
+                # The connection closed under us before anything was written:
+                # nothing to be unsure about, so wait for the next one.
+                continue
+            return await future
 
 
 def _ignore_result(future: asyncio.Future[Any]) -> None:

@@ -28,6 +28,7 @@ from .. import _paths
 from .._exceptions import (
     ClientClosedError,
     ConnectionLossError,
+    NoConnectionError,
     NoNodeError,
     SessionExpiredError,
 )
@@ -82,7 +83,7 @@ class Nodes(Protocol):
 
 
 def _is_connection_loss(error: BaseException) -> bool:
-    return isinstance(error, ConnectionLossError)
+    return isinstance(error, ConnectionLossError) and not isinstance(error, NoConnectionError)
 
 
 async def retry_on_connection_loss(client: Nodes, operation: Callable[[], Awaitable[T]]) -> T:
@@ -106,12 +107,15 @@ def cleanup_scope(client: Nodes, *, must_finish: bool = False) -> Iterator[None]
     """Where a recipe deletes its own node: runs even while the caller is being
     cancelled (shielded), is bounded by :func:`cleanup_bound` (raising TimeoutError
     past it if ``must_finish``), and treats an expired session or a closed client
-    as done, since either took the node away."""
+    as done, since either took the node away (and so, in time, does a session
+    that cannot be reached)."""
     timer = anyio.fail_after if must_finish else anyio.move_on_after
     with (
         anyio.CancelScope(shield=True),
         timer(cleanup_bound(client)),
-        contextlib.suppress(SessionExpiredError, ClientClosedError),
+        # A node that could not be reached for a whole request timeout goes
+        # when its session does.
+        contextlib.suppress(SessionExpiredError, ClientClosedError, NoConnectionError),
     ):
         yield
 
@@ -209,6 +213,8 @@ class OwnNode:
                 if list_children:
                     pipeline.children(self.parent)
                 results = await pipeline.execute()
+            except NoConnectionError:
+                raise
             except (ConnectionLossError, SessionExpiredError) as error:
                 results = [error, error]
             created = results[0]

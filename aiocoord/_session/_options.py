@@ -26,6 +26,8 @@ class ClientOptions(TypedDict, total=False):
     namespace: str | None
     session_timeout: float
     connect_timeout: float | None
+    request_timeout: float | None
+    start_timeout: float | None
     retry: RetryPolicy | None
     auth: Sequence[tuple[str, str | bytes]] | None
     read_only: bool
@@ -42,6 +44,8 @@ class Settings:
     namespace: str | None = None
     session_timeout: float = 10.0
     connect_timeout: float | None = None
+    request_timeout: float | None = None
+    start_timeout: float | None = None
     retry: RetryPolicy | None = None
     auth: Sequence[tuple[str, str | bytes]] | None = None
     read_only: bool = False
@@ -73,6 +77,15 @@ class Settings:
         if self.connect_timeout is not None:
             return float(self.connect_timeout)
         return max(0.5, min(2.0, self.session_timeout / host_count))
+
+    def request_timeout_or_default(self) -> float:
+        """How long a request waits for a connection: by default one session
+        timeout, the longest a session can outlive its last connection."""
+        if self.request_timeout is None:
+            return self.session_timeout
+        if self.request_timeout <= 0:
+            raise ValueError("request_timeout must be positive")
+        return float(self.request_timeout)
 
     def retry_policy(self) -> RetryPolicy:
         return self.retry or BoundedExponentialBackoff()

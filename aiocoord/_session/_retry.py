@@ -16,7 +16,7 @@ from typing import TypeVar
 
 import anyio
 
-from .._exceptions import ClientClosedError, ConnectionLossError, SessionError
+from .._exceptions import ClientClosedError, ConnectionLossError, NoConnectionError, SessionError
 
 __all__ = [
     "BoundedExponentialBackoff",
@@ -104,8 +104,12 @@ class RetryForever(RetryPolicy):
 
 
 def is_retryable(error: BaseException) -> bool:
-    """Connection loss and session expiry are retried; a closed client is not."""
-    return isinstance(error, SessionError) and not isinstance(error, ClientClosedError)
+    """Connection loss and session expiry are retried; a closed client is not, nor a
+    request that found no connection for its whole timeout (waiting again would
+    multiply the bound the caller set)."""
+    return isinstance(error, SessionError) and not isinstance(
+        error, ClientClosedError | NoConnectionError
+    )
 
 
 async def call_with_retry(

@@ -18,6 +18,7 @@ from .._exceptions import (
     ClientClosedError,
     CoordinationError,
     MarshallingError,
+    NoConnectionError,
     NoNodeError,
     SessionExpiredError,
 )
@@ -184,6 +185,17 @@ class Watcher:
     async def _retry(self, operation: Callable[[str], Awaitable[T]], path: str) -> T:
         return await call_with_retry(self._retry_policy(), lambda: operation(path))
 
+    async def _reconnected(self) -> bool:
+        """Wait for a connection, through lost sessions; False once the client closes."""
+        while True:
+            try:
+                await self._engine.connection(None)
+            except SessionExpiredError:
+                continue
+            except ClientClosedError:
+                return False
+            return True
+
     async def _changes(
         self,
         path: str,
@@ -214,6 +226,11 @@ class Watcher:
                 return
             except SessionExpiredError:
                 continue
+            except NoConnectionError:
+                # A stream rides out an outage however long: wait for the
+                # connection without bound, then read again.
+                if not await self._reconnected():
+                    return
             finally:
                 if watch is not None:
                     watch.cancel()

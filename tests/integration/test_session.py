@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 
+import anyio
 import pytest
 
 import aiocoord
@@ -330,3 +332,63 @@ async def test_repeated_server_kills_resume_the_same_session_every_time(
                         assert state is R, state
                         break
         assert client.session_id == session
+
+
+async def test_requests_fail_within_the_request_timeout_while_zookeeper_is_down(
+    private_zookeeper: ZooKeeperServer,
+) -> None:
+    """A web handler must get an error it can turn into a 503, not hang (the
+    outer fail_after only catches a hang: the call itself must raise first)."""
+    async with aiocoord.connect(
+        private_zookeeper.connect_string, session_timeout=10, request_timeout=1
+    ) as client:
+        counter = aiocoord.AtomicLong(client, "/hits")
+        await counter.increment()
+        mutex = aiocoord.Mutex(client, "/lock")
+        await private_zookeeper.kill()
+        calls = {
+            "get": lambda: client.get("/hits"),
+            "increment": counter.increment,
+            "acquire": mutex.acquire,
+        }
+        for name, call in calls.items():
+            with anyio.fail_after(8):
+                with pytest.raises(aiocoord.NoConnectionError) as caught:
+                    await call()
+            error = caught.value
+            assert isinstance(error, ConnectionLossError) and not error.sent, name
+            assert error.waited == 1 and "within 1 s" in str(error), name
+            # Why: the last attempt's failure, in the message and as the cause.
+            assert isinstance(error.__cause__, OSError | ConnectionLossError), name
+        with (
+            client.request_timeout(0.2),
+            anyio.fail_after(8),
+            pytest.raises(aiocoord.NoConnectionError) as caught,
+        ):
+            await client.exists("/hits")
+        assert caught.value.waited == 0.2
+        await private_zookeeper.start()
+        assert await client.wait_connected(20)
+        assert (await counter.get()).post_value == 1
+
+
+async def test_a_change_stream_rides_out_an_outage_longer_than_the_request_timeout(
+    private_zookeeper: ZooKeeperServer,
+) -> None:
+    async with aiocoord.connect(
+        private_zookeeper.connect_string, session_timeout=10, request_timeout=0.3
+    ) as client:
+        await client.create("/flag", b"1")
+        await private_zookeeper.stop()
+        changes = client.data_changes("/flag")
+        # Its reads find no connection (three request timeouts pass here), yet
+        # the stream keeps waiting instead of failing.
+        with anyio.move_on_after(1.0) as scope:
+            await anext(changes)
+        assert scope.cancelled_caught
+        await changes.aclose()
+        await private_zookeeper.start()
+        async with contextlib.aclosing(client.data_changes("/flag")) as again:
+            with anyio.fail_after(20):
+                snapshot = await anext(again)
+        assert snapshot is not None and snapshot[0] == b"1"
