@@ -34,6 +34,7 @@ from ._exceptions import SessionExpiredError as SessionExpiredError
 from ._exceptions import SessionMovedError as SessionMovedError
 from ._exceptions import TTLNodesDisabledError as TTLNodesDisabledError
 from ._exceptions import UnimplementedError as UnimplementedError
+from ._exceptions import UnsupportedEventLoopError as UnsupportedEventLoopError
 from ._exceptions import ZooKeeperError as ZooKeeperError
 from ._recipes._counter import AtomicBytes as AtomicBytes
 from ._recipes._counter import AtomicFailure as AtomicFailure
@@ -171,6 +172,7 @@ __all__ = [
     "TTLNodesDisabledError",
     "Transaction",
     "UnimplementedError",
+    "UnsupportedEventLoopError",
     "VersionedValue",
     "Watch",
     "WatchEvent",

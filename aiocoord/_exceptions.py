@@ -42,6 +42,7 @@ __all__ = [
     "SessionMovedError",
     "TTLNodesDisabledError",
     "UnimplementedError",
+    "UnsupportedEventLoopError",
     "ZooKeeperError",
     "error_for_code",
 ]
@@ -107,6 +108,11 @@ class SessionExpiredError(SessionError):
 
 class ClientClosedError(SessionError):
     """The client was closed by its owner."""
+
+
+class UnsupportedEventLoopError(CoordinationError, RuntimeError):
+    """aiocoord runs on asyncio (also as anyio's asyncio backend); trio and other
+    event loops are not supported."""
 
 
 class OperationTimeoutError(CoordinationError, TimeoutError):

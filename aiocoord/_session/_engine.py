@@ -32,6 +32,7 @@ from .._exceptions import (
     NoConnectionError,
     OperationTimeoutError,
     SessionExpiredError,
+    UnsupportedEventLoopError,
 )
 from .._types import EventType
 from . import _zk
@@ -154,7 +155,13 @@ class SessionEngine:
             raise RuntimeError("client already started")
         if self.closed:
             raise ClientClosedError("client is closed")
-        loop = asyncio.get_running_loop()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise UnsupportedEventLoopError(
+                "aiocoord needs a running asyncio event loop (with anyio: backend='asyncio');"
+                " trio and other loops are not supported"
+            ) from None
         self._ready = loop.create_future()
         self._runner = loop.create_task(self._run(), name="aiocoord-session")
         limit = self._session_timeout if timeout is None else timeout

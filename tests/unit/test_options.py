@@ -33,3 +33,12 @@ def test_the_options_type_and_the_settings_name_the_same_options() -> None:
     options = set(typing.get_type_hints(aiocoord.ClientOptions))
     settings = {f for f in Settings.__dataclass_fields__ if f != "credentials"}
     assert options == settings
+
+
+def test_starting_outside_an_asyncio_loop_raises_a_clear_error() -> None:
+    """As under trio: the coroutine runs, but no asyncio loop is running."""
+    client = aiocoord.connect("127.0.0.1:2181")
+    coro = client.start()
+    with pytest.raises(aiocoord.UnsupportedEventLoopError, match="asyncio"):
+        coro.send(None)
+    assert isinstance(aiocoord.UnsupportedEventLoopError(), RuntimeError)
