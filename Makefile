@@ -30,6 +30,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check aiocoord tests examples bench
 	$(VENV)/bin/ruff format --check aiocoord tests examples bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --strict tests/typecheck
 
 demo: $(STAMP) zookeeper
 	$(PY) examples/tickets.py

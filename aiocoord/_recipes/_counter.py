@@ -24,7 +24,7 @@ import enum
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Generic, Literal, TypeVar
 
 import anyio
 
@@ -582,16 +582,28 @@ class _AtomicNumber(_Atomic[int]):
             raise BoundExceededError(self.path, result.pre_value, delta, lower, upper)
         return result
 
-    async def increment(self, **bounds: Any) -> AtomicValue[int]:
+    async def increment(
+        self, *, lower: int | None = None, upper: int | None = None, raise_on_bound: bool = False
+    ) -> AtomicValue[int]:
         """Add 1 (bounds as for :meth:`add`)."""
-        return await self.add(1, **bounds)
+        return await self.add(1, lower=lower, upper=upper, raise_on_bound=raise_on_bound)
 
-    async def decrement(self, **bounds: Any) -> AtomicValue[int]:
+    async def decrement(
+        self, *, lower: int | None = None, upper: int | None = None, raise_on_bound: bool = False
+    ) -> AtomicValue[int]:
         """Subtract 1 (bounds as for :meth:`add`)."""
-        return await self.add(-1, **bounds)
+        return await self.add(-1, lower=lower, upper=upper, raise_on_bound=raise_on_bound)
 
-    async def subtract(self, delta: int, **bounds: Any) -> AtomicValue[int]:
-        return await self.add(-delta, **bounds)
+    async def subtract(
+        self,
+        delta: int,
+        *,
+        lower: int | None = None,
+        upper: int | None = None,
+        raise_on_bound: bool = False,
+    ) -> AtomicValue[int]:
+        """Subtract ``delta`` (bounds as for :meth:`add`)."""
+        return await self.add(-delta, lower=lower, upper=upper, raise_on_bound=raise_on_bound)
 
 
 class AtomicLong(_AtomicNumber):
@@ -610,9 +622,17 @@ class AtomicInt(_AtomicNumber):
 
     _codec = Codec.INT
 
-    def __init__(self, client: Client, path: str, **kwargs: Any) -> None:
-        kwargs["coalesce"] = False
-        super().__init__(client, path, **kwargs)
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        retry: RetryPolicy | None = None,
+        promoted_to_lock: PromotedToLock | None = None,
+    ) -> None:
+        super().__init__(
+            client, path, retry=retry, promoted_to_lock=promoted_to_lock, coalesce=False
+        )
 
 
 class AtomicBytes(_Atomic[bytes]):

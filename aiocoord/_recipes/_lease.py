@@ -328,7 +328,9 @@ class LeaseHold:
         if self._scope is not None:
             self._scope.cancel()
 
-    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        # None, as HoldContext's: the scope swallows only a lapse's cancellation,
+        # and a lapse raises LockLostError.
         keeper, self._keeper = self._keeper, None
         if keeper is not None:
             keeper.cancel()
@@ -341,4 +343,4 @@ class LeaseHold:
         await self._lease.release()
         if lost and (exc_type is None or suppress):
             raise LockLostError(self._lease.path, "the lease lapsed")
-        return suppress
+        assert not suppress, "the scope is cancelled only by a lapse"

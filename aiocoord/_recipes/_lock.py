@@ -118,7 +118,11 @@ class HoldContext:
             self._scope.__enter__()
             hold.add_scope(self._scope)
 
-    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        # Returns None, not a bool: the block's exceptions always propagate. The
+        # scope swallows only the cancellation a loss caused, and a loss always
+        # raises LockLostError here; so type checkers see a block that may not
+        # be left silently (a ``return`` inside it is the function's return).
         hold = self._hold
         assert hold is not None
         suppress = False
@@ -128,7 +132,7 @@ class HoldContext:
         await self._lock.release()
         if hold.lost and (exc_type is None or suppress):
             raise LockLostError(self._lock.path, hold.reason)
-        return suppress
+        assert not suppress, "a hold's scope is cancelled only by a loss"
 
 
 class _LockHold(Hold):
