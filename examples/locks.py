@@ -3,9 +3,10 @@
 Four "processes" (one client each, a few tasks apiece) update a shared record
 under a Mutex using a fenced transaction; readers share a ReadWriteLock while a
 writer waits its turn (and a reader that comes after the writer waits behind
-it); a Semaphore caps concurrent jobs at 2; a Lease picks
-one scheduler that must keep renewing. Each part checks its own guarantee and
-says so.
+it); a Semaphore caps concurrent jobs at 2; a SemaphoreMutex passes one turn
+at a time; a MultiLock takes two locks all or nothing; a Lease picks one
+scheduler that must keep renewing, and one that stops renewing lapses. Each
+part checks its own guarantee and says so.
 
 Run: python examples/locks.py
 
@@ -14,7 +15,10 @@ Expected output (``...`` stands for the lease's winner, which varies):
     mutex: 40 updates by 8 tasks, never two holders; fencing tokens strictly increasing: True
     read-write lock: r1 and r2 read together, then the writer writes alone, then r3 reads
     semaphore: 12 jobs, never more than 2 at a time: True
+    semaphore mutex: 8 turns, never two at once: True
+    multi lock: /multi/b was held, so it gave up and let /multi/a go: True
     lease: node-... is the scheduler (1 winner of 4), renewed for another 5 s
+    lease: unrenewed, it lapsed after its 0.5 s TTL and another holder took it: True
 """
 
 from __future__ import annotations
@@ -123,6 +127,39 @@ async def semaphore_demo(clients: list[aiocoord.Client]) -> None:
     print(f"semaphore: 12 jobs, never more than 2 at a time: {peak <= 2}")
 
 
+async def semaphore_mutex_demo(clients: list[aiocoord.Client]) -> None:
+    inside = 0
+    overlap = False
+
+    async def turn(client: aiocoord.Client) -> None:
+        nonlocal inside, overlap
+        async with aiocoord.SemaphoreMutex(client, "/locks/turns"):
+            inside += 1
+            overlap = overlap or inside > 1
+            await asyncio.sleep(0.01)
+            inside -= 1
+
+    await asyncio.gather(*(turn(c) for c in clients for _ in range(2)))
+    print(f"semaphore mutex: 8 turns, never two at once: {not overlap}")
+
+
+async def multi_lock_demo(clients: list[aiocoord.Client]) -> None:
+    holder = aiocoord.Mutex(clients[0], "/multi/b")
+    await holder.acquire()
+    both = aiocoord.MultiLock(
+        [aiocoord.Mutex(clients[1], "/multi/a"), aiocoord.Mutex(clients[1], "/multi/b")]
+    )
+    got_both = await both.acquire(timeout=0.2)
+    other = aiocoord.Mutex(clients[2], "/multi/a")
+    a_is_free = await other.try_acquire()
+    print(
+        "multi lock: /multi/b was held, so it gave up and let /multi/a go: "
+        f"{not got_both and a_is_free}"
+    )
+    await other.release()
+    await holder.release()
+
+
 async def lease_demo(clients: list[aiocoord.Client]) -> None:
     leases = [
         aiocoord.Lease(c, "/leases/scheduler", ttl=5, holder=f"node-{i}")
@@ -138,6 +175,21 @@ async def lease_demo(clients: list[aiocoord.Client]) -> None:
     )
     await leases[winner].release()
 
+    # A holder that stops renewing (hung, cut off) loses the lease after its TTL.
+    quiet = aiocoord.Lease(clients[0], "/leases/short", ttl=0.5, holder="quiet")
+    assert await quiet.try_acquire()
+    await quiet.wait_lost()  # nobody renews it: this returns once the TTL has passed
+    # The holder's own clock runs out first (it counts from before its create),
+    # others judge by the server's clock: a few tries bridge that gap.
+    successor = aiocoord.Lease(clients[1], "/leases/short", ttl=0.5, holder="next")
+    taken = False
+    for _ in range(40):
+        if taken := await successor.try_acquire():
+            break
+        await asyncio.sleep(0.05)
+    await successor.release()
+    print(f"lease: unrenewed, it lapsed after its 0.5 s TTL and another holder took it: {taken}")
+
 
 async def main() -> None:
     async with zookeeper() as hosts:
@@ -148,6 +200,8 @@ async def main() -> None:
             await mutex_demo(clients)
             await read_write_demo(clients)
             await semaphore_demo(clients)
+            await semaphore_mutex_demo(clients)
+            await multi_lock_demo(clients)
             await lease_demo(clients)
         finally:
             for client in clients:

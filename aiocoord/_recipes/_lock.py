@@ -262,6 +262,8 @@ class Mutex:
         if hold is None:
             return
         self._monitor.discard(hold)
+        if self._client.closed:
+            return  # the node went with the session
         hold.mark_lost("its owning task ended")
         log.warning(
             "task %r ended while holding the lock on %r; releasing it "

@@ -22,6 +22,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from glob import glob
@@ -162,6 +163,24 @@ def _cleanup_at_exit() -> None:
 
 
 atexit.register(_cleanup_at_exit)
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    """Clean up, then die of SIGTERM as the process would have without us."""
+    _cleanup_at_exit()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _cleanup_on_sigterm() -> None:
+    """SIGTERM's default action skips ``atexit``: a process stopped with it (by a
+    service manager, a CI timeout) would leave its temp dirs behind. Take the
+    signal only where nobody else did (still the default, in the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
 
 _PR_SET_PDEATHSIG = 1
 
@@ -425,6 +444,7 @@ class ZooKeeperServer:
                 raise RuntimeError(f"{self!r} is closed")
             self._data_dir = Path(tempfile.mkdtemp(prefix="aiocoord-zk-"))
             _OWNED_DIRS[str(self._data_dir)] = os.getpid()
+            _cleanup_on_sigterm()
         return self._data_dir
 
     @property

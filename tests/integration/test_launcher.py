@@ -206,13 +206,16 @@ async def main() -> None:
     print(zk.pid, zk.data_dir, flush=True)
     if sys.argv[1] == "crash":
         os.kill(os.getpid(), signal.SIGKILL)
+    if sys.argv[1] == "sigterm":
+        os.kill(os.getpid(), signal.SIGTERM)  # as a service manager stops it
+        await anyio.sleep(30)
     # "exit": return without closing; the atexit hook must clean up
 
 anyio.run(main)
 """
 
 
-@pytest.mark.parametrize("how", ["crash", "exit"])
+@pytest.mark.parametrize("how", ["crash", "exit", "sigterm"])
 async def test_server_dies_with_its_parent(how: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     with anyio.fail_after(45):
@@ -225,6 +228,10 @@ async def test_server_dies_with_its_parent(how: str) -> None:
     try:
         if how == "crash":
             assert result.returncode == -signal.SIGKILL
+        elif how == "sigterm":
+            # It still dies of SIGTERM, but its temp dirs went first.
+            assert result.returncode == -signal.SIGTERM, result.stderr
+            assert not await anyio.Path(data_dir).exists()
         else:
             assert result.returncode == 0, result.stderr
             assert not await anyio.Path(data_dir).exists()

@@ -410,3 +410,26 @@ async def test_anyio_deadlines_are_honoured(started) -> None:
             await Mutex(b, "/anyio").acquire()
     assert len(await held.participants()) == 1
     await held.release()
+
+
+async def test_a_task_that_ends_holding_a_lock_after_its_client_closed_is_no_error(
+    client_factory,
+) -> None:
+    """The node went with the session: nothing to release, nothing to log."""
+    client = client_factory()
+    await client.start()
+    lock = Mutex(client, "/closed-orphan")
+    holding, finish = asyncio.Event(), asyncio.Event()
+
+    async def hold() -> None:
+        await lock.acquire()
+        holding.set()
+        await finish.wait()
+
+    task = asyncio.create_task(hold())
+    await holding.wait()
+    await client.close()
+    finish.set()
+    await task
+    await asyncio.sleep(0)  # the task's done callbacks run
+    assert not lock.is_held
