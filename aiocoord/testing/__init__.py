@@ -11,6 +11,7 @@ from ._expire import drop_connection as drop_connection
 from ._expire import expire_session as expire_session
 from ._fourletter import four_letter_word as four_letter_word
 from ._proxy import TcpProxy as TcpProxy
+from ._pytest_plugin import ZooKeeperTarget as ZooKeeperTarget
 from ._server import READ_ONLY_MODE as READ_ONLY_MODE
 from ._server import ZooKeeperEnsemble as ZooKeeperEnsemble
 from ._server import ZooKeeperNotFoundError as ZooKeeperNotFoundError
@@ -23,6 +24,7 @@ __all__ = [
     "ZooKeeperEnsemble",
     "ZooKeeperNotFoundError",
     "ZooKeeperServer",
+    "ZooKeeperTarget",
     "drop_connection",
     "expire_session",
     "find_zookeeper_classpath",

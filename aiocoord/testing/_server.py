@@ -51,10 +51,11 @@ _NETTY_FACTORY = "org.apache.zookeeper.server.NettyServerCnxnFactory"
 _STANDALONE_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
 _QUORUM_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 _INSTALL_HINT = (
-    "install ZooKeeper: `make` installs Debian's `zookeeper` package "
-    "(apt-get install zookeeper default-jre-headless); or set ZOOKEEPER_HOME to an "
-    "unpacked Apache ZooKeeper release; or set AIOCOORD_ZK to the connect string of an "
-    "external ensemble to test against instead of launching servers"
+    "install ZooKeeper and Java, e.g. on Debian or Ubuntu "
+    "`sudo apt-get install zookeeper default-jre-headless` (in aiocoord's own "
+    "checkout, `make` does it); or set ZOOKEEPER_HOME to an unpacked Apache "
+    "ZooKeeper release; or point AIOCOORD_ZK (pytest: --aiocoord-zk) at a running "
+    "server or ensemble to test against instead of launching one"
 )
 _LOG_TAIL_LINES = 30
 

@@ -11,7 +11,7 @@ import pytest_asyncio
 
 import aiocoord
 from aiocoord import ConnectionState
-from aiocoord.testing._pytest_plugin import ZooKeeperTarget
+from aiocoord.testing import ZooKeeperTarget
 
 
 class StateLog:

@@ -10,8 +10,7 @@ import pytest_asyncio
 
 import aiocoord
 from aiocoord import ConnectionLossError, ConnectionState
-from aiocoord.testing import TcpProxy, expire_session
-from aiocoord.testing._pytest_plugin import ZooKeeperTarget
+from aiocoord.testing import TcpProxy, ZooKeeperTarget, expire_session
 
 C, S, R, L = (
     ConnectionState.CONNECTED,
