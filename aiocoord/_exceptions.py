@@ -262,26 +262,37 @@ class ZooKeeperError(CoordinationError):
 
 
 class SystemZooKeeperError(ZooKeeperError):
+    """The server failed internally (SYSTEMERROR)."""
+
     code = -1
     default_message = "server system error"
 
 
 class RuntimeInconsistencyError(ZooKeeperError):
+    """A transaction operation not tried because an earlier one failed (RUNTIMEINCONSISTENCY)."""
+
     code = -2
     default_message = "runtime inconsistency (an earlier operation of the transaction failed)"
 
 
 class DataInconsistencyError(ZooKeeperError):
+    """The server found its data inconsistent (DATAINCONSISTENCY)."""
+
     code = -3
     default_message = "data inconsistency"
 
 
 class MarshallingError(ZooKeeperError):
+    """The server could not decode or encode the request (MARSHALLINGERROR)."""
+
     code = -5
     default_message = "marshalling error"
 
 
 class UnimplementedError(ZooKeeperError):
+    """The server does not implement the request, or has it switched off (UNIMPLEMENTED):
+    an older server, or a feature that needs enabling."""
+
     code = -6
     default_message = "operation not implemented or not enabled on this server"
 
@@ -296,71 +307,102 @@ class TTLNodesDisabledError(UnimplementedError):
 
 
 class ServerOperationTimeoutError(ZooKeeperError):
+    """The server timed the operation out (OPERATIONTIMEOUT)."""
+
     code = -7
     default_message = "server-side operation timeout"
 
 
 class BadArgumentsError(ZooKeeperError):
+    """The server refused the request's arguments (BADARGUMENTS), such as a TTL out of range."""
+
     code = -8
     default_message = "bad arguments"
 
 
 class APIError(ZooKeeperError):
+    """The reply carried ZooKeeper's generic APIERROR code, which servers do not normally send."""
+
     code = -100
     default_message = "API error"
 
 
 class NoNodeError(ZooKeeperError):
+    """The node does not exist (NONODE); for a create, its parent does not."""
+
     code = -101
     default_message = "no such node"
 
 
 class NoAuthError(ZooKeeperError):
+    """The node's ACL does not grant this connection's identities the operation (NOAUTH)."""
+
     code = -102
     default_message = "not authorized"
 
 
 class BadVersionError(ZooKeeperError):
+    """The node is no longer at the version the write, delete or check named (BADVERSION):
+    someone changed it first."""
+
     code = -103
     default_message = "version does not match"
 
 
 class NoChildrenForEphemeralsError(ZooKeeperError):
+    """A create under an ephemeral node (NOCHILDRENFOREPHEMERALS): they cannot have children."""
+
     code = -108
     default_message = "ephemeral nodes may not have children"
 
 
 class NodeExistsError(ZooKeeperError):
+    """A create found the path already taken (NODEEXISTS)."""
+
     code = -110
     default_message = "node already exists"
 
 
 class NotEmptyError(ZooKeeperError):
+    """A delete of a node that still has children (NOTEMPTY); ``recursive=True`` takes them too."""
+
     code = -111
     default_message = "node has children"
 
 
 class InvalidACLError(ZooKeeperError):
+    """The server refused the ACL (INVALIDACL): empty, malformed, or ``auth`` with no
+    authenticated identity."""
+
     code = -114
     default_message = "invalid ACL"
 
 
 class AuthFailedError(ZooKeeperError):
+    """The server refused the credentials in ``auth`` (AUTHFAILED): the client stops for good."""
+
     code = -115
     default_message = "authentication failed"
 
 
 class SessionMovedError(ZooKeeperError):
+    """The session has since connected to another server, so this one ignored the request
+    (SESSIONMOVED)."""
+
     code = -118
     default_message = "session moved to another server"
 
 
 class NotReadOnlyError(ZooKeeperError):
+    """A write sent to a read-only server (NOTREADONLY): one cut off from its quorum."""
+
     code = -119
     default_message = "write refused: server is read-only"
 
 
 class RolledBackError(ZooKeeperError):
+    """This operation of a transaction was fine, but another one failed, so none applied."""
+
     code = 0
     default_message = "rolled back because another operation of the transaction failed"
 

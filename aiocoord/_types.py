@@ -53,6 +53,7 @@ class Stat(NamedTuple):
 
     @property
     def is_ephemeral(self) -> bool:
+        """Whether the node lives only as long as the session that created it."""
         return self.ephemeral_owner != 0
 
 
@@ -151,6 +152,9 @@ class Codec(abc.ABC, Generic[T]):
 
 @dataclass(frozen=True)
 class _Bytes(Codec[bytes]):
+    def __repr__(self) -> str:
+        return "Codec.BYTES"
+
     def encode(self, value: bytes) -> bytes:
         if isinstance(value, bytes):
             return value
@@ -162,6 +166,9 @@ class _Bytes(Codec[bytes]):
 
 @dataclass(frozen=True)
 class _Utf8(Codec[str]):
+    def __repr__(self) -> str:
+        return "Codec.UTF8"
+
     def encode(self, value: str) -> bytes:
         if not isinstance(value, str):
             raise TypeError(f"expected str, not {type(value).__name__}")
@@ -180,6 +187,9 @@ def _no_constant(name: str) -> NoReturn:
 
 @dataclass(frozen=True)
 class _Json(Codec[Any]):
+    def __repr__(self) -> str:
+        return "Codec.JSON"
+
     def encode(self, value: Any) -> bytes:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
         return text.encode()
@@ -195,6 +205,11 @@ class _Json(Codec[Any]):
 class _Integer(Codec[int]):
     size: int
     """Bytes on the wire."""
+
+    def __repr__(self) -> str:
+        # As the ready-made instances are spelled in code.
+        name = {8: "LONG", 4: "INT"}.get(self.size)
+        return f"Codec.{name}" if name else f"<Codec: {self.size * 8}-bit integer>"
 
     def encode(self, value: int) -> bytes:
         if not isinstance(value, int) or isinstance(value, bool):

@@ -467,6 +467,11 @@ class _Atomic(Generic[T]):
         self._retry = retry or DEFAULT_RETRY
         self._promoted = promoted_to_lock
 
+    def __repr__(self) -> str:
+        promoted = self._promoted
+        lock = f" promoted_to_lock={promoted.lock_path!r}" if promoted is not None else ""
+        return f"<{type(self).__name__} {self.path!r}{lock}>"
+
     def _engine(self) -> _Engine[T]:
         return _engine_for(self._client, self.path, self._codec, self._zero)
 

@@ -28,6 +28,7 @@ class Hold:
         self._scopes: list[anyio.CancelScope] = []
 
     def mark_lost(self, reason: str) -> None:
+        """Record the loss (the first ``reason`` stays), wake waiters, cancel scopes."""
         if self.lost:
             return
         self.lost = True
@@ -37,6 +38,10 @@ class Hold:
             scope.cancel()
 
     async def wait_lost(self) -> None:
+        """Wait until the hold is lost (at once if it already is; a release is no loss).
+
+        ``reason`` then says why it was lost.
+        """
         await self._lost_event.wait()
 
     def add_scope(self, scope: anyio.CancelScope) -> None:
@@ -46,6 +51,7 @@ class Hold:
             scope.cancel()
 
     def remove_scope(self, scope: anyio.CancelScope) -> None:
+        """Stop cancelling ``scope`` on loss (its block is over)."""
         if scope in self._scopes:
             self._scopes.remove(scope)
 

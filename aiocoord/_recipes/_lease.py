@@ -105,6 +105,10 @@ class Lease:
         self._changed = asyncio.Event()
         """Set when the lease is taken, renewed, lost or released."""
 
+    def __repr__(self) -> str:
+        holder = self.holder.decode(errors="backslashreplace")
+        return f"<Lease {self.path!r} holder={holder!r} held={self.is_held}>"
+
     @property
     def is_held(self) -> bool:
         """True if this object holds the lease and its TTL has not run out (local clock,
@@ -113,6 +117,8 @@ class Lease:
 
     @property
     def node(self) -> str | None:
+        """This object's lease node; None when it has none (never taken, released, or
+        found lapsed by :meth:`renew`)."""
         return self._node
 
     @property
@@ -309,6 +315,10 @@ class LeaseHold:
         self._scope: anyio.CancelScope | None = None
         self._keeper: asyncio.Task[Any] | None = None
         self._lost = False
+
+    def __repr__(self) -> str:
+        state = "lost" if self._lost else "active" if self._keeper is not None else "inactive"
+        return f"<LeaseHold {self._lease.path!r} keep_alive={self._keep_alive} {state}>"
 
     async def __aenter__(self) -> Lease:
         lease = self._lease

@@ -105,6 +105,12 @@ class HoldContext:
         self._scope: anyio.CancelScope | None = None
         self._hold: Hold | None = None
 
+    def __repr__(self) -> str:
+        lost = self._hold is not None and self._hold.lost
+        return (
+            f"<HoldContext {self._lock.path!r} cancel_on_loss={self._cancel_on_loss} lost={lost}>"
+        )
+
     async def __aenter__(self) -> None:
         if not await self._lock.acquire(self._timeout):
             raise OperationTimeoutError(
@@ -313,6 +319,7 @@ class Mutex:
         return any(not hold.lost for hold in self._holds.values())
 
     def is_owned_by_current_task(self) -> bool:
+        """Whether the calling task holds the lock and has not lost it."""
         return self._owned_by(current_task())
 
     @property
@@ -403,6 +410,10 @@ class _SideOfReadWriteLock(Mutex):
         super().__init__(*args, **kwargs)
         self._owner = owner
 
+    def __repr__(self) -> str:
+        side = "write_lock" if self._lock_name == WRITE_LOCK_NAME else "read_lock"
+        return f"<ReadWriteLock.{side} {self.path!r} held={self.is_held}>"
+
 
 class _WriteLock(_SideOfReadWriteLock):
     _lock_name = WRITE_LOCK_NAME
@@ -464,6 +475,12 @@ class ReadWriteLock:
             self, client, path, data=data, error_policy=error_policy
         )
         self.read_lock: Mutex = _ReadLock(self, client, path, data=data, error_policy=error_policy)
+
+    def __repr__(self) -> str:
+        return (
+            f"<ReadWriteLock {self.path!r} write_held={self.write_lock.is_held} "
+            f"read_held={self.read_lock.is_held}>"
+        )
 
     async def participants(self) -> list[Participant]:
         """Readers and writers in queue order (node names tell which is which)."""

@@ -20,11 +20,14 @@ class Lockable(Protocol):
     """Anything with ``acquire(timeout) -> bool``, ``release()`` and ``fence()``:
     every lock here."""
 
-    async def acquire(self, timeout: float | None = None) -> bool: ...
+    async def acquire(self, timeout: float | None = None) -> bool:
+        """Wait for the lock; False if ``timeout`` seconds passed first (``0``: try once)."""
 
-    async def release(self) -> None: ...
+    async def release(self) -> None:
+        """Release what the calling task acquired (one acquire's worth, if reentrant)."""
 
-    def fence(self) -> Fence: ...
+    def fence(self) -> Fence:
+        """The calling task's proof of holding, for a transaction to require."""
 
 
 class MultiLock:
@@ -48,6 +51,10 @@ class MultiLock:
         self._taken: dict[asyncio.Task[Any] | None, list[list[Lockable]]] = {}
 
     async def acquire(self, timeout: float | None = None) -> bool:
+        """Take every lock in order; False if ``timeout`` passed first (none kept then).
+
+        ``timeout`` bounds the whole acquisition: each lock gets what is left of it.
+        """
         deadline = math.inf if timeout is None else time.monotonic() + timeout
         taken: list[Lockable] = []
         try:
@@ -101,6 +108,10 @@ class MultiLock:
 
     async def __aexit__(self, *exc_info: Any) -> None:
         await self.release()
+
+    def __repr__(self) -> str:
+        paths = [getattr(lock, "path", type(lock).__name__) for lock in self._locks]
+        return f"<MultiLock {paths!r} held={bool(self._taken)}>"
 
 
 async def _release_all(locks: Sequence[Lockable], *, suppress: bool = False) -> None:

@@ -119,6 +119,10 @@ class Semaphore:
         self._monitor = LossMonitor(client, error_policy or client.error_policy)
         self._entered: dict[asyncio.Task[Any], list[SemaphoreLease]] = {}
 
+    def __repr__(self) -> str:
+        # Leases from acquire() are the caller's to track: only the limit is shown.
+        return f"<Semaphore {self.path!r} max_leases={self.max_leases}>"
+
     async def acquire(
         self, n: int = 1, timeout: float | None = None
     ) -> list[SemaphoreLease] | None:
@@ -313,6 +317,10 @@ class SemaphoreMutex:
         return lease
 
     async def release(self) -> None:
+        """Give the lock back: the calling task's lease, or else the one this object holds.
+
+        NotOwnerError if there is none to give back.
+        """
         lease = self._lease_for_caller()
         if lease is None:
             raise NotOwnerError(f"{self.path!r} is not held")
@@ -323,6 +331,7 @@ class SemaphoreMutex:
 
     @property
     def is_held(self) -> bool:
+        """True while some task holds the lock through this object and it has not been lost."""
         return any(not lease.lost for lease in self._leases.values())
 
     def _hold_of_caller(self) -> Hold | None:
@@ -344,6 +353,8 @@ class SemaphoreMutex:
         return lease.wait_lost()
 
     def hold(self, *, cancel_on_loss: bool = True, timeout: float | None = None) -> HoldContext:
+        """``async with lock.hold():`` run a block that is cancelled if the lock is lost
+        (as :meth:`Mutex.hold`)."""
         return HoldContext(self, cancel_on_loss=cancel_on_loss, timeout=timeout)
 
     async def __aenter__(self) -> SemaphoreMutex:
@@ -352,3 +363,6 @@ class SemaphoreMutex:
 
     async def __aexit__(self, *exc_info: Any) -> None:
         await self.release()
+
+    def __repr__(self) -> str:
+        return f"<SemaphoreMutex {self.path!r} held={self.is_held}>"

@@ -79,6 +79,15 @@ class SharedCount:
         """Set on each reconnection: the value must be read again and announced."""
         self._wait_scope: anyio.CancelScope | None = None
 
+    def __repr__(self) -> str:
+        current = self._current
+        if current is None:
+            return f"<SharedCount {self.path!r} not started>"
+        state = "watching" if self._watcher is not None else "stopped"
+        return (
+            f"<SharedCount {self.path!r} count={current.value} version={current.version} {state}>"
+        )
+
     @staticmethod
     def _encode(value: int) -> bytes:
         """Curator's 4-byte encoding; a value too wide is a CounterOverflowError."""
@@ -242,12 +251,16 @@ class SharedCount:
 
     @property
     def versioned_value(self) -> VersionedValue[int]:
+        """The count and its node version as last heard from the server: the ticket
+        for :meth:`try_set_count`. RuntimeError before :meth:`start`."""
         if self._current is None:
             raise RuntimeError("SharedCount not started")
         return self._current
 
     @property
     def count(self) -> int:
+        """The count as last heard from the server (a watch keeps it current; reading it
+        sends nothing). RuntimeError before :meth:`start`."""
         return self.versioned_value.value
 
     async def try_set_count(self, previous: VersionedValue[int], new: int) -> bool:
@@ -293,4 +306,5 @@ class SharedCount:
         self._changes.add_listener(callback)
 
     def remove_listener(self, callback: Callable[[int], object]) -> None:
+        """Stop calling ``callback``; one that is not registered is ignored."""
         self._changes.remove_listener(callback)

@@ -43,6 +43,9 @@ class _Builder:
     def __len__(self) -> int:
         return len(self._ops)
 
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} ops={len(self._ops)}>"
+
 
 class Transaction(_Builder):
     """Operations applied atomically by :meth:`commit`: all of them, or none.
@@ -56,15 +59,22 @@ class Transaction(_Builder):
         super().__init__(requests, engine)
         self._fences: dict[int, Fence] = {}
 
+    def __repr__(self) -> str:
+        guards = len(self._fences)
+        return f"<{type(self).__name__} ops={len(self._ops) - guards} guards={guards}>"
+
     def create(self, path: str, data: bytes = b"", **options: Unpack[CreateOptions]) -> Transaction:
+        """Create a node (options as :meth:`Client.create`); result: its path."""
         self._ops.append(self._requests.create(path, data, **options))
         return self
 
     def delete(self, path: str, *, version: int = -1) -> Transaction:
+        """Delete a node (only at ``version``, if >= 0); result: None."""
         self._ops.append(self._requests.delete(path, version))
         return self
 
     def set(self, path: str, data: bytes, *, version: int = -1) -> Transaction:
+        """Replace a node's data (only at ``version``, if >= 0); result: the new Stat."""
         self._ops.append(self._requests.set(path, data, version))
         return self
 
@@ -86,6 +96,12 @@ class Transaction(_Builder):
         return self
 
     async def commit(self) -> list[str | Stat | None]:
+        """Send every operation as one request: one result per operation, in order.
+
+        If any operation fails, none is applied and its error is raised, with
+        ``op_index`` counting only the operations added (not the guards); a
+        failed guard raises LockLostError instead.
+        """
         if not self._ops:
             return []
         try:

@@ -57,6 +57,7 @@ class Subscription(Generic[T]):
         return self._queue.popleft()
 
     async def aclose(self) -> None:
+        """Stop listening: values queued already are still read, then iteration ends."""
         self._hub._subscriptions.discard(self)
         self._end()
 
@@ -65,6 +66,10 @@ class Subscription(Generic[T]):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+    def __repr__(self) -> str:
+        state = "ended" if self._ended else "open"
+        return f"<Subscription {state} queued={len(self._queue)}>"
 
 
 class Broadcast(Generic[T]):

@@ -110,10 +110,13 @@ class Client:
 
     @property
     def connected(self) -> bool:
+        """Whether a connection to a server is up now (requests go out at once)."""
         return self._engine.connected
 
     @property
     def closed(self) -> bool:
+        """Whether the client was closed (by :meth:`close` or a failed :meth:`start`): a
+        closed client cannot be started again."""
         return self._engine.closed
 
     @property
@@ -123,6 +126,8 @@ class Client:
 
     @property
     def session_id(self) -> int:
+        """The current session's id, as ephemeral nodes' ``ephemeral_owner`` shows it;
+        0 while there is none."""
         return self._engine.session_id
 
     @property
@@ -137,10 +142,12 @@ class Client:
 
     @property
     def hosts(self) -> list[tuple[str, int]]:
+        """The servers the client may connect to, as ``(host, port)``."""
         return self._engine.hosts
 
     @property
     def namespace(self) -> str | None:
+        """The path prefix applied to every path (``"/app"``), None without one."""
         return self._requests.prefix or None
 
     def add_listener(self, callback: ListenerCallback) -> None:
@@ -148,6 +155,7 @@ class Client:
         self._engine.states.add_listener(callback)
 
     def remove_listener(self, callback: ListenerCallback) -> None:
+        """Stop calling ``callback``; one that is not registered is ignored."""
         self._engine.states.remove_listener(callback)
 
     def state_changes(self) -> StateChanges:
@@ -327,10 +335,13 @@ class Client:
         await self._engine.call(self._requests.sync(path))
 
     async def get_acl(self, path: str) -> tuple[list[ACL], Stat]:
+        """The node's ACL and its Stat (``aversion`` counts ACL changes)."""
         result: tuple[list[ACL], Stat] = await self._engine.call(self._requests.get_acl(path))
         return result
 
     async def set_acl(self, path: str, acl: Sequence[ACL], *, version: int = -1) -> Stat:
+        """Replace the node's ACL; with ``version`` >= 0 only if its ``aversion`` still
+        matches. Needs the ADMIN permission on the node."""
         stat: Stat = await self._engine.call(self._requests.set_acl(path, acl, version))
         return stat
 
@@ -457,7 +468,7 @@ class Client:
         return len(self._watches)
 
     def __repr__(self) -> str:
-        state = self.state.value if self.state else "new"
+        state = "closed" if self.closed else self.state.value if self.state else "new"
         ns = self._requests.prefix
         return f"<aiocoord.Client {state} session=0x{self.session_id:x} ns={ns!r}>"
 

@@ -54,6 +54,9 @@ class ExponentialBackoff(RetryPolicy):
             raise ValueError("max_retries and base_sleep must be >= 0")
 
     def delay(self, attempt: int, elapsed: float) -> float | None:
+        """A random multiple of ``base_sleep``, up to ``2**attempt`` of it and at most
+        ``max_sleep``; None after ``max_retries``. The randomness spreads competing
+        retriers apart."""
         if attempt > self.max_retries:
             return None
         factor = random.randint(1, 1 << min(attempt, 30))
@@ -77,6 +80,7 @@ class RetryNTimes(RetryPolicy):
     sleep: float = 0.01
 
     def delay(self, attempt: int, elapsed: float) -> float | None:
+        """``sleep`` for each of the first ``n`` retries, then None."""
         return self.sleep if attempt <= self.n else None
 
 
@@ -88,6 +92,7 @@ class RetryUntilElapsed(RetryPolicy):
     sleep: float = 0.01
 
     def delay(self, attempt: int, elapsed: float) -> float | None:
+        """``sleep``, or None once the next try would start after ``max_elapsed``."""
         if elapsed + self.sleep > self.max_elapsed:
             return None
         return self.sleep
@@ -100,6 +105,7 @@ class RetryForever(RetryPolicy):
     sleep: float = 0.01
 
     def delay(self, attempt: int, elapsed: float) -> float | None:
+        """Always ``sleep``: it never gives up."""
         return self.sleep
 
 

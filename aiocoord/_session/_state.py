@@ -30,6 +30,7 @@ class ConnectionState(enum.Enum):
 
     @property
     def is_connected(self) -> bool:
+        """True for the states in which requests can be served (reads only, in READ_ONLY)."""
         return self in (
             ConnectionState.CONNECTED,
             ConnectionState.RECONNECTED,
@@ -41,6 +42,7 @@ class ErrorPolicy:
     """Decides which connection states end what a recipe holds (a lock, leadership)."""
 
     def is_error_state(self, state: ConnectionState) -> bool:
+        """Whether entering ``state`` means holders must assume they lost what they hold."""
         raise NotImplementedError
 
 
@@ -53,6 +55,7 @@ class StandardErrorPolicy(ErrorPolicy):
     """
 
     def is_error_state(self, state: ConnectionState) -> bool:
+        """True for SUSPENDED and LOST."""
         return state in (ConnectionState.SUSPENDED, ConnectionState.LOST)
 
 
@@ -65,4 +68,5 @@ class SessionErrorPolicy(ErrorPolicy):
     """
 
     def is_error_state(self, state: ConnectionState) -> bool:
+        """True for LOST only."""
         return state is ConnectionState.LOST

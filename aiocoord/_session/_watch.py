@@ -72,6 +72,7 @@ class Watch:
         return self._future.__await__()
 
     def done(self) -> bool:
+        """Whether the watch has fired, failed or been cancelled (awaiting it will not wait)."""
         return self._future.done()
 
     def cancel(self) -> None:
@@ -222,6 +223,7 @@ class PersistentWatch:
 
     @property
     def recursive(self) -> bool:
+        """Whether it covers everything below its node too (see :meth:`Client.add_watch`)."""
         return self.kind is WatchKind.RECURSIVE
 
     @property

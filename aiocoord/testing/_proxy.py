@@ -205,6 +205,7 @@ class TcpProxy:
 
     @property
     def held(self) -> bool:
+        """Whether the network is stalled by :meth:`hold` (until :meth:`release`)."""
         return self._held
 
     def hold(self) -> None:
