@@ -15,6 +15,7 @@ from ._exceptions import CounterOverflowError as CounterOverflowError
 from ._exceptions import DataTooLargeError as DataTooLargeError
 from ._exceptions import DeadlockError as DeadlockError
 from ._exceptions import InvalidACLError as InvalidACLError
+from ._exceptions import InvalidConnectStringError as InvalidConnectStringError
 from ._exceptions import InvalidPathError as InvalidPathError
 from ._exceptions import LeaseHeldError as LeaseHeldError
 from ._exceptions import LockLostError as LockLostError
@@ -128,6 +129,7 @@ __all__ = [
     "FencedTransaction",
     "HoldContext",
     "InvalidACLError",
+    "InvalidConnectStringError",
     "InvalidPathError",
     "Lease",
     "LeaseHeldError",

@@ -23,6 +23,7 @@ __all__ = [
     "DataTooLargeError",
     "DeadlockError",
     "InvalidACLError",
+    "InvalidConnectStringError",
     "InvalidPathError",
     "LeaseHeldError",
     "LockLostError",
@@ -168,6 +169,14 @@ class DeadlockError(CoordinationError, RuntimeError):
 
 
 # --- input ------------------------------------------------------------------
+
+
+class InvalidConnectStringError(CoordinationError, ValueError):
+    """The hosts given to :func:`~aiocoord.connect` are not ``host:port`` pairs."""
+
+    def __init__(self, hosts: object, reason: str):
+        super().__init__(f"bad ZooKeeper hosts {hosts!r}: {reason}")
+        self.hosts = hosts
 
 
 class InvalidPathError(CoordinationError, ValueError):

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict
 
+from .._exceptions import InvalidConnectStringError
 from .._types import ACL, OPEN_ACL_UNSAFE
 from . import _zk
 from ._retry import BoundedExponentialBackoff, RetryPolicy
@@ -99,7 +100,9 @@ def parse_hosts(hosts: Hosts) -> list[tuple[str, int]]:
     items: list[str | tuple[str, int]]
     if isinstance(hosts, str):
         if "/" in hosts:
-            raise ValueError("a chroot in the connect string is not supported: use namespace=")
+            raise InvalidConnectStringError(
+                hosts, "a chroot in the connect string is not supported: use namespace="
+            )
         items = [h.strip() for h in hosts.split(",") if h.strip()]
     else:
         items = list(hosts)
@@ -112,8 +115,8 @@ def parse_hosts(hosts: Hosts) -> list[tuple[str, int]]:
         if not sep:
             host, port = item, "2181"
         if not port.isdigit() or not 0 < int(port) < 65536 or not host.strip("[]"):
-            raise ValueError(f"{item!r} is not host:port (in the hosts {hosts!r})")
+            raise InvalidConnectStringError(hosts, f"{item!r} is not host:port")
         parsed.append((host.strip("[]"), int(port)))
     if not parsed:
-        raise ValueError("no ZooKeeper hosts given")
+        raise InvalidConnectStringError(hosts, "no ZooKeeper hosts given")
     return parsed

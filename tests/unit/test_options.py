@@ -17,8 +17,10 @@ def test_hosts_parse_with_the_default_port_and_ipv6_brackets() -> None:
 
 @pytest.mark.parametrize("hosts", ["127.0.0.1:notaport", "h:0", "h:70000", ":2181", "h:"])
 def test_a_bad_host_entry_is_refused_naming_it(hosts: str) -> None:
-    with pytest.raises(ValueError, match="is not host:port"):
+    with pytest.raises(aiocoord.InvalidConnectStringError, match="is not host:port") as caught:
         aiocoord.connect(hosts)
+    assert caught.value.hosts == hosts
+    assert isinstance(caught.value, ValueError)
 
 
 def test_a_chroot_and_an_empty_list_are_refused() -> None:
