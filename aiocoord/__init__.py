@@ -43,6 +43,7 @@ from ._recipes._counter import AtomicInt as AtomicInt
 from ._recipes._counter import AtomicLong as AtomicLong
 from ._recipes._counter import AtomicStats as AtomicStats
 from ._recipes._counter import AtomicValue as AtomicValue
+from ._recipes._counter import Bounds as Bounds
 from ._recipes._counter import PromotedToLock as PromotedToLock
 from ._recipes._lease import Lease as Lease
 from ._recipes._lease import LeaseHold as LeaseHold
@@ -110,6 +111,7 @@ __all__ = [
     "BadVersionError",
     "BoundExceededError",
     "BoundedExponentialBackoff",
+    "Bounds",
     "Client",
     "ClientClosedError",
     "ClientOptions",

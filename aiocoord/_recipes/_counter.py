@@ -24,7 +24,7 @@ import enum
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Generic, Literal, TypeVar
+from typing import Generic, Literal, TypedDict, TypeVar, Unpack
 
 import anyio
 
@@ -52,6 +52,7 @@ __all__ = [
     "AtomicLong",
     "AtomicStats",
     "AtomicValue",
+    "Bounds",
     "PromotedToLock",
 ]
 
@@ -532,6 +533,14 @@ class _Atomic(Generic[T]):
         return True
 
 
+class Bounds(TypedDict, total=False):
+    """The keyword arguments a counter change may take (see :meth:`AtomicLong.add`)."""
+
+    lower: int | None
+    upper: int | None
+    raise_on_bound: bool
+
+
 class _AtomicNumber(_Atomic[int]):
     """Shared implementation of AtomicLong and AtomicInt: arithmetic and bounds."""
 
@@ -587,28 +596,17 @@ class _AtomicNumber(_Atomic[int]):
             raise BoundExceededError(self.path, result.pre_value, delta, lower, upper)
         return result
 
-    async def increment(
-        self, *, lower: int | None = None, upper: int | None = None, raise_on_bound: bool = False
-    ) -> AtomicValue[int]:
+    async def increment(self, **bounds: Unpack[Bounds]) -> AtomicValue[int]:
         """Add 1 (bounds as for :meth:`add`)."""
-        return await self.add(1, lower=lower, upper=upper, raise_on_bound=raise_on_bound)
+        return await self.add(1, **bounds)
 
-    async def decrement(
-        self, *, lower: int | None = None, upper: int | None = None, raise_on_bound: bool = False
-    ) -> AtomicValue[int]:
+    async def decrement(self, **bounds: Unpack[Bounds]) -> AtomicValue[int]:
         """Subtract 1 (bounds as for :meth:`add`)."""
-        return await self.add(-1, lower=lower, upper=upper, raise_on_bound=raise_on_bound)
+        return await self.add(-1, **bounds)
 
-    async def subtract(
-        self,
-        delta: int,
-        *,
-        lower: int | None = None,
-        upper: int | None = None,
-        raise_on_bound: bool = False,
-    ) -> AtomicValue[int]:
+    async def subtract(self, delta: int, **bounds: Unpack[Bounds]) -> AtomicValue[int]:
         """Subtract ``delta`` (bounds as for :meth:`add`)."""
-        return await self.add(-delta, lower=lower, upper=upper, raise_on_bound=raise_on_bound)
+        return await self.add(-delta, **bounds)
 
 
 class AtomicLong(_AtomicNumber):
