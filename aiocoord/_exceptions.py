@@ -444,6 +444,9 @@ _CODES: dict[int, type[ZooKeeperError]] = {
 # Codes that describe the session rather than the request.
 CONNECTION_LOSS_CODE = -4
 SESSION_EXPIRED_CODE = -112
+UNKNOWN_SESSION_CODE = -12
+"""The server no longer knows the session the request came in (it was just closed
+or expired): nothing was applied, and the session is gone."""
 
 
 def error_for_code(code: int, path: str | None = None, *, op_index: int | None = None) -> Exception:
@@ -452,6 +455,8 @@ def error_for_code(code: int, path: str | None = None, *, op_index: int | None =
         return ConnectionLossError(f"server reported connection loss for {path!r}", sent=True)
     if code == SESSION_EXPIRED_CODE:
         return SessionExpiredError(f"session expired (request on {path!r})")
+    if code == UNKNOWN_SESSION_CODE:
+        return SessionExpiredError(f"the server no longer knows the session (request on {path!r})")
     cls = _CODES.get(code)
     if cls is None:
         error = ZooKeeperError(path, op_index=op_index)

@@ -335,7 +335,7 @@ async def test_repeated_server_kills_resume_the_same_session_every_time(
 
 
 async def test_requests_fail_within_the_request_timeout_while_zookeeper_is_down(
-    private_zookeeper: ZooKeeperServer,
+    private_zookeeper: ZooKeeperServer, state_log
 ) -> None:
     """A web handler must get an error it can turn into a 503, not hang (the
     outer fail_after only catches a hang: the call itself must raise first)."""
@@ -345,7 +345,11 @@ async def test_requests_fail_within_the_request_timeout_while_zookeeper_is_down(
         counter = aiocoord.AtomicLong(client, "/hits")
         await counter.increment()
         mutex = aiocoord.Mutex(client, "/lock")
+        log = state_log(client)
         await private_zookeeper.kill()
+        # Once the client knows: a request sent just before that would fail as
+        # ConnectionLossError(sent=True), which is right but not this test's case.
+        await log.wait_for(ConnectionState.SUSPENDED)
         calls = {
             "get": lambda: client.get("/hits"),
             "increment": counter.increment,

@@ -130,6 +130,7 @@ def test_set_watches_splits_large_sets() -> None:
         (-103, BadVersionError),
         (-4, ConnectionLossError),
         (-112, SessionExpiredError),
+        (-12, SessionExpiredError),  # UNKNOWNSESSION: the session was just closed
     ],
 )
 def test_error_codes_map_to_classes(code: int, cls: type[Exception]) -> None:
