@@ -310,6 +310,12 @@ class SemaphoreMutex:
         """Take the lock if it is free now; never wait."""
         return await self.acquire(0)
 
+    def _caller_lease_or_raise(self) -> SemaphoreLease:
+        lease = self._lease_for_caller()
+        if lease is None:
+            raise NotOwnerError(f"{self.path!r} is not held")
+        return lease
+
     def _lease_for_caller(self) -> SemaphoreLease | None:
         lease = self._leases.get(current_task())
         if lease is None and len(self._leases) == 1:
@@ -321,9 +327,7 @@ class SemaphoreMutex:
 
         NotOwnerError if there is none to give back.
         """
-        lease = self._lease_for_caller()
-        if lease is None:
-            raise NotOwnerError(f"{self.path!r} is not held")
+        lease = self._caller_lease_or_raise()
         await lease.release()
         for task, held in list(self._leases.items()):
             if held is lease:
@@ -340,16 +344,12 @@ class SemaphoreMutex:
     def fence(self) -> Fence:
         """The calling task's proof of holding, for a transaction to require
         (see :meth:`Mutex.fence`); NotOwnerError if not held."""
-        lease = self._lease_for_caller()
-        if lease is None:
-            raise NotOwnerError(f"{self.path!r} is not held")
+        lease = self._caller_lease_or_raise()
         return lease.fence()
 
     def wait_lost(self) -> Coroutine[Any, Any, None]:
         """Wait until the held lease is lost (NotOwnerError if not held)."""
-        lease = self._lease_for_caller()
-        if lease is None:
-            raise NotOwnerError(f"{self.path!r} is not held")
+        lease = self._caller_lease_or_raise()
         return lease.wait_lost()
 
     def hold(self, *, cancel_on_loss: bool = True, timeout: float | None = None) -> HoldContext:

@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Hash
 from typing import Any, ParamSpec, TypeVar, Unpack
 
 from .. import _paths
-from .._exceptions import NodeExistsError, NoNodeError, NotEmptyError, SessionExpiredError
+from .._exceptions import NodeExistsError, NoNodeError, NotEmptyError
 from .._types import ACL, Stat, WatchEvent
 from ._background import Background
 from ._batch import Pipeline, Transaction
@@ -166,11 +166,9 @@ class Client:
         """Wait until connected; False if ``timeout`` passed first."""
         try:
             async with asyncio.timeout(timeout):
-                await self._engine.connection(None)
+                await self._engine.wait_for_session()
         except TimeoutError:
             return False
-        except SessionExpiredError:
-            return await self.wait_connected(timeout)
         return True
 
     def request_timeout(self, seconds: float | None) -> contextlib.AbstractContextManager[None]:

@@ -426,7 +426,7 @@ class SessionEngine:
         ping_interval = read_timeout / 2
         tick = min(ping_interval / 2, 1.0)
         if self._requests.prefix:
-            self._ensure_namespace(conn)
+            self._ensure_namespace()
         while True:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(tick):
@@ -444,8 +444,9 @@ class SessionEngine:
                 with contextlib.suppress(ConnectionLossError):
                     conn.send_ping()
 
-    def _ensure_namespace(self, conn: Connection) -> None:
+    def _ensure_namespace(self) -> None:
         # Pipelined and unawaited: requests sent after these see the nodes.
+        # (Built raw: the namespace's own path must not get the prefix again.)
         prefix = self._requests.prefix
         parts = prefix.strip("/").split("/")
         for i in range(1, len(parts) + 1):
@@ -460,8 +461,7 @@ class SessionEngine:
                 container=False,
                 ttl_ms=None,
             )
-            with contextlib.suppress(ConnectionLossError, DataTooLargeError):
-                conn.submit(op).add_done_callback(_ignore_result)
+            self.send_now(op)
 
     def _on_event_frame(self, frame: bytes) -> None:
         event_type, _state, server_path = _zk.parse_event(frame, _zk.REPLY_HEADER.size)
@@ -495,6 +495,15 @@ class SessionEngine:
             if failure is None:
                 raise NoConnectionError(limit) from None
             raise NoConnectionError(limit, failure[0]) from failure[1]
+
+    async def wait_for_session(self) -> Connection:
+        """The live connection, waiting without bound, through lost sessions, for
+        one to come (ClientClosedError once the client closes)."""
+        while True:
+            try:
+                return await self.connection(None)
+            except SessionExpiredError:
+                continue
 
     async def _wait_for_connection(self) -> Connection:
         while True:

@@ -187,14 +187,11 @@ class Watcher:
 
     async def _reconnected(self) -> bool:
         """Wait for a connection, through lost sessions; False once the client closes."""
-        while True:
-            try:
-                await self._engine.connection(None)
-            except SessionExpiredError:
-                continue
-            except ClientClosedError:
-                return False
-            return True
+        try:
+            await self._engine.wait_for_session()
+        except ClientClosedError:
+            return False
+        return True
 
     async def _changes(
         self,
