@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import aiocoord
 from aiocoord import ConnectionState, EventType, SessionExpiredError, WatchEvent
 from aiocoord.testing import drop_connection, expire_session, four_letter_word
@@ -105,12 +107,8 @@ async def test_a_lost_session_ends_a_persistent_watch_with_an_error(
 ) -> None:
     watch = await coord.add_watch("/expiring")
     await expire_session(coord)
-    try:
+    with pytest.raises(SessionExpiredError):
         await anext(watch)
-    except SessionExpiredError:
-        pass
-    else:
-        raise AssertionError("the watch should report the lost session")
     assert coord.pending_watches == 0
 
 
@@ -123,12 +121,8 @@ async def test_closing_the_client_ends_iteration(client_factory) -> None:
 
 
 async def test_a_bad_path_is_refused_before_sending(coord: aiocoord.Client) -> None:
-    try:
+    with pytest.raises(aiocoord.InvalidPathError):
         await coord.add_watch("no-slash")
-    except aiocoord.InvalidPathError:
-        pass
-    else:
-        raise AssertionError("an invalid path must be refused")
     assert coord.pending_watches == 0
 
 
