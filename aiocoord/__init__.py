@@ -6,6 +6,7 @@ from ._exceptions import APIError as APIError
 from ._exceptions import AuthFailedError as AuthFailedError
 from ._exceptions import BadArgumentsError as BadArgumentsError
 from ._exceptions import BadVersionError as BadVersionError
+from ._exceptions import BarrierBrokenError as BarrierBrokenError
 from ._exceptions import BoundExceededError as BoundExceededError
 from ._exceptions import ClientClosedError as ClientClosedError
 from ._exceptions import ConnectionLossError as ConnectionLossError
@@ -17,8 +18,10 @@ from ._exceptions import DeadlockError as DeadlockError
 from ._exceptions import InvalidACLError as InvalidACLError
 from ._exceptions import InvalidConnectStringError as InvalidConnectStringError
 from ._exceptions import InvalidPathError as InvalidPathError
+from ._exceptions import LeadershipLostError as LeadershipLostError
 from ._exceptions import LeaseHeldError as LeaseHeldError
 from ._exceptions import LockLostError as LockLostError
+from ._exceptions import MemberIdInUseError as MemberIdInUseError
 from ._exceptions import NoAuthError as NoAuthError
 from ._exceptions import NoChildrenForEphemeralsError as NoChildrenForEphemeralsError
 from ._exceptions import NoConnectionError as NoConnectionError
@@ -109,6 +112,7 @@ __all__ = [
     "AuthFailedError",
     "BadArgumentsError",
     "BadVersionError",
+    "BarrierBrokenError",
     "BoundExceededError",
     "BoundedExponentialBackoff",
     "Bounds",
@@ -133,11 +137,13 @@ __all__ = [
     "InvalidACLError",
     "InvalidConnectStringError",
     "InvalidPathError",
+    "LeadershipLostError",
     "Lease",
     "LeaseHeldError",
     "LeaseHold",
     "LockLostError",
     "Lockable",
+    "MemberIdInUseError",
     "MultiLock",
     "Mutex",
     "NoAuthError",

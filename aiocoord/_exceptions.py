@@ -164,6 +164,42 @@ class LeaseHeldError(OwnershipError):
         self.path = path
 
 
+class LeadershipLostError(OwnershipError):
+    """Leadership ended while its holder was acting as leader.
+
+    Raised on leaving a leadership block after a loss: the connection entered
+    a state the error policy calls an error, the session expired, or the
+    leader's node was deleted by someone else.
+    """
+
+    def __init__(self, path: str, reason: str = "the session was lost"):
+        super().__init__(f"lost leadership of {path!r}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class MemberIdInUseError(OwnershipError):
+    """Another live session already holds this group member id."""
+
+    def __init__(self, path: str):
+        super().__init__(f"the member id {path!r} is held by another session")
+        self.path = path
+
+
+class BarrierBrokenError(CoordinationError):
+    """A barrier's protocol cannot go on: this participant's node vanished under it.
+
+    Raised by a double barrier's enter or leave when our participant node was
+    taken away (its session expired, or another client deleted it): passing
+    or waiting on would break the barrier's promise to the others.
+    """
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"barrier {path!r} broken: {reason}")
+        self.path = path
+        self.reason = reason
+
+
 class DeadlockError(CoordinationError, RuntimeError):
     """The request could never be granted (upgrading a read lock to the write lock)."""
 

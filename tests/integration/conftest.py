@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 import pytest_asyncio
+from _curator import compile_harnesses
 
 import aiocoord
 from aiocoord import ConnectionState
@@ -123,3 +124,9 @@ async def _children_of(client: aiocoord.Client, path: str) -> list[str]:
 @pytest.fixture
 def children_of() -> Callable[[aiocoord.Client, str], Awaitable[list[str]]]:
     return _children_of
+
+
+@pytest.fixture(scope="session")
+def curator_classpath(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The Curator harnesses (tests/interop), compiled once; see _curator.py."""
+    return compile_harnesses(tmp_path_factory.mktemp("curator-harness"))

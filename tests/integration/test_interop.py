@@ -1,83 +1,20 @@
 """Curator and aiocoord on the same znodes: they must exclude and count together.
 
-The Java side is Debian's libcurator-recipes-java, driven by
-tests/interop/CuratorHarness.java, compiled here with javac.
+The Java side is tests/interop/CuratorHarness.java (see _curator.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import shutil
 import struct
-import subprocess
-from collections.abc import Coroutine, Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
+from _curator import finish, start_curator, together
 
 import aiocoord
 from aiocoord import Mutex, NodeExistsError
 
 pytestmark = pytest.mark.timeout(180)
-
-HARNESS = Path(__file__).resolve().parents[1] / "interop" / "CuratorHarness.java"
-JARS = Path("/usr/share/java")
-CLASSPATH_JARS = ["curator-recipes.jar", "slf4j-nop.jar"]
-
-
-@pytest.fixture(scope="session")
-def curator_classpath(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Compile the harness once; fail (not skip) if Curator or javac is missing."""
-    missing = [j for j in CLASSPATH_JARS if not (JARS / j).is_file()]
-    javac = shutil.which("javac")
-    if missing or javac is None:
-        pytest.fail(
-            f"Curator interop needs Debian's libcurator-recipes-java and a JDK "
-            f"(missing: {missing or 'javac'}); `make test` installs them"
-        )
-    out = tmp_path_factory.mktemp("curator-harness")
-    libs = ":".join(str(JARS / j) for j in CLASSPATH_JARS)
-    subprocess.run([javac, "-d", str(out), "-cp", libs, str(HARNESS)], check=True)
-    yield f"{out}:{libs}"
-
-
-async def start_curator(classpath: str, *args: str) -> asyncio.subprocess.Process:
-    java = shutil.which("java")
-    assert java is not None
-    proc = await asyncio.create_subprocess_exec(
-        java,
-        "-cp",
-        classpath,
-        "CuratorHarness",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    assert proc.stdout is not None
-    first = await asyncio.wait_for(proc.stdout.readline(), 60)
-    assert first.strip() == b"READY", first
-    return proc
-
-
-async def together(*coroutines: Coroutine[Any, Any, Any]) -> list[Any]:
-    """Run side by side; if one fails, the others are cancelled (and their Java
-    processes killed by ``finish``) instead of being left running."""
-    async with asyncio.TaskGroup() as group:
-        tasks = [group.create_task(c) for c in coroutines]
-    return [t.result() for t in tasks]
-
-
-async def finish(proc: asyncio.subprocess.Process) -> str:
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), 120)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    text = out.decode()
-    assert proc.returncode == 0, text
-    return text
 
 
 async def test_curator_and_aiocoord_exclude_each_other_on_one_mutex(
@@ -91,6 +28,7 @@ async def test_curator_and_aiocoord_exclude_each_other_on_one_mutex(
     javas = [
         await start_curator(
             curator_classpath,
+            "CuratorHarness",
             "mutex",
             zookeeper.connect_string,
             f"{ns}/lock",
@@ -130,7 +68,12 @@ async def test_curator_and_aiocoord_count_together_exactly(
     iterations = 300
     javas = [
         await start_curator(
-            curator_classpath, "counter", zookeeper.connect_string, f"{ns}/count", str(iterations)
+            curator_classpath,
+            "CuratorHarness",
+            "counter",
+            zookeeper.connect_string,
+            f"{ns}/count",
+            str(iterations),
         )
         for _ in range(2)
     ]
@@ -161,6 +104,7 @@ async def test_curator_writers_and_aiocoord_readers_and_writers_share_one_rw_loc
     javas = [
         await start_curator(
             curator_classpath,
+            "CuratorHarness",
             "writer",
             zookeeper.connect_string,
             f"{ns}/rw",
@@ -200,6 +144,7 @@ async def test_curator_and_aiocoord_share_one_semaphore(
     javas = [
         await start_curator(
             curator_classpath,
+            "CuratorHarness",
             "lease",
             zookeeper.connect_string,
             f"{ns}/sem",

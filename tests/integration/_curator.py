@@ -1,0 +1,109 @@
+"""Running Apache Curator next to aiocoord, for the interoperability tests.
+
+The Java side is Debian's libcurator-recipes-java. Every ``tests/interop/*.java``
+is one small program (its class named as its file) that drives one family of
+Curator recipes on paths a test gives it; they are compiled together, once per
+test session, by the ``curator_classpath`` fixture (see conftest).
+
+Each program prints ``READY`` once connected, then whatever its test reads,
+and ``DONE ...`` at the end; exit code 2 means it saw a violation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SOURCES = Path(__file__).resolve().parents[1] / "interop"
+JARS = Path("/usr/share/java")
+CLASSPATH_JARS = ["curator-recipes.jar", "slf4j-nop.jar"]
+
+
+def compile_harnesses(out: Path) -> str:
+    """Compile every harness into ``out``; fail (not skip) if Curator or javac is missing."""
+    missing = [j for j in CLASSPATH_JARS if not (JARS / j).is_file()]
+    javac = shutil.which("javac")
+    if missing or javac is None:
+        pytest.fail(
+            f"Curator interop needs Debian's libcurator-recipes-java and a JDK "
+            f"(missing: {missing or 'javac'}); `make test` installs them"
+        )
+    libs = ":".join(str(JARS / j) for j in CLASSPATH_JARS)
+    sources = sorted(str(p) for p in SOURCES.glob("*.java"))
+    subprocess.run([javac, "-d", str(out), "-cp", libs, *sources], check=True)
+    return f"{out}:{libs}"
+
+
+async def start_curator(classpath: str, program: str, *args: str) -> asyncio.subprocess.Process:
+    """Start ``java <program> args...`` and wait for its READY line."""
+    java = shutil.which("java")
+    assert java is not None
+    proc = await asyncio.create_subprocess_exec(
+        java,
+        "-cp",
+        classpath,
+        program,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    assert proc.stdout is not None
+    try:
+        first = await asyncio.wait_for(proc.stdout.readline(), 60)
+    except BaseException:
+        await kill(proc)
+        raise
+    if first.strip() != b"READY":
+        await kill(proc)
+        raise AssertionError(f"{program} did not start: {first!r}")
+    return proc
+
+
+async def read_line(proc: asyncio.subprocess.Process, timeout: float = 60) -> str:
+    """The program's next output line (stripped); fails on end of output."""
+    assert proc.stdout is not None
+    line = await asyncio.wait_for(proc.stdout.readline(), timeout)
+    if not line:
+        raise AssertionError(f"the Curator program ended (exit {await proc.wait()})")
+    return line.decode().strip()
+
+
+async def send_line(proc: asyncio.subprocess.Process, text: str) -> None:
+    """Write one command line to the program's stdin."""
+    assert proc.stdin is not None
+    proc.stdin.write(text.encode() + b"\n")
+    await proc.stdin.drain()
+
+
+async def kill(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        proc.kill()
+        await proc.wait()
+
+
+async def together(*coroutines: Coroutine[Any, Any, Any]) -> list[Any]:
+    """Run side by side; if one fails, the others are cancelled (and their Java
+    processes killed by ``finish``) instead of being left running."""
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(c) for c in coroutines]
+    return [t.result() for t in tasks]
+
+
+async def finish(proc: asyncio.subprocess.Process, timeout: float = 120) -> str:
+    """Wait for the program to end; its whole remaining output. Fails unless it exited 0."""
+    try:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+    finally:
+        await kill(proc)
+    text = out.decode()
+    assert proc.returncode == 0, text
+    return text
