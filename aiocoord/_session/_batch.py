@@ -7,7 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Unpack
 
-from .._exceptions import CoordinationError, LockLostError, NoNodeError, ZooKeeperError
+from .._exceptions import (
+    CoordinationError,
+    LockLostError,
+    NoNodeError,
+    OwnershipError,
+    ZooKeeperError,
+)
 from .._types import Stat
 from . import _zk
 from ._engine import SessionEngine
@@ -21,8 +27,9 @@ class Fence:
     """A holder's proof of ownership, for a transaction to require (:meth:`Transaction.guard`).
 
     The transaction applies only while ``node`` exists (at ``version``, if >= 0);
-    otherwise it applies nothing and raises LockLostError naming ``owner``.
-    Holder recipes hand one out from ``fence()``.
+    otherwise it applies nothing and raises ``lost_error`` (LockLostError, or
+    LeadershipLostError for a leader's fence) naming ``owner``. Holder recipes
+    hand one out from ``fence()``.
     """
 
     node: str
@@ -30,6 +37,8 @@ class Fence:
     owner: str
     """The recipe's path, for the error."""
     version: int = -1
+    lost_error: type[OwnershipError] = LockLostError
+    """What a failed guard raises: built as ``lost_error(owner, reason)``."""
 
 
 class _Builder:
@@ -84,7 +93,8 @@ class Transaction(_Builder):
         return self
 
     def guard(self, *fences: Fence) -> Transaction:
-        """Apply only while each fence's holder still holds (else LockLostError).
+        """Apply only while each fence's holder still holds (else the fence's
+        ``lost_error``: LockLostError for a lock).
 
         Several guards (two locks, a lock and a lease) may fence one
         transaction. A guard has no entry in :meth:`commit`'s results and
@@ -100,7 +110,8 @@ class Transaction(_Builder):
 
         If any operation fails, none is applied and its error is raised, with
         ``op_index`` counting only the operations added (not the guards); a
-        failed guard raises LockLostError instead.
+        failed guard raises its fence's ``lost_error`` (LockLostError for a
+        lock's fence) instead.
         """
         if not self._ops:
             return []
@@ -110,7 +121,7 @@ class Transaction(_Builder):
             index = error.op_index
             if index is not None and index in self._fences:
                 fence = self._fences[index]
-                raise LockLostError(fence.owner, "its node is gone") from error
+                raise fence.lost_error(fence.owner, "its node is gone") from error
             if index is not None:
                 error.op_index = index - sum(1 for i in self._fences if i < index)
             raise

@@ -325,6 +325,10 @@ class ZooKeeperServer:
     a self-signed certificate for 127.0.0.1 is made with the JDK's ``keytool`` on the
     first start, and :meth:`client_ssl_context` trusts it. TLS needs ZooKeeper's Netty
     connection factory, so both ports use Netty then.
+
+    The server skips fsync (``forceSync=no``) unless ``force_sync=True``: tests
+    run faster, and the data still survives the JVM being killed. Production
+    servers sync every write to disk, so measure speed with ``force_sync=True``.
     """
 
     def __init__(
@@ -340,6 +344,7 @@ class ZooKeeperServer:
         heap_mb: int = 256,
         log: bool = False,
         tls: bool = False,
+        force_sync: bool = False,
     ) -> None:
         if min_session_timeout_ms > max_session_timeout_ms:
             raise ValueError("min_session_timeout_ms > max_session_timeout_ms")
@@ -353,6 +358,7 @@ class ZooKeeperServer:
         self.heap_mb = heap_mb
         self.log = log
         self.tls = tls
+        self.force_sync = force_sync
         self._secure_port: int | None = None
         self._tls_password = secrets.token_hex(16)
         self._data_dir: Path | None = None
@@ -584,8 +590,9 @@ class ZooKeeperServer:
             f"-Dznode.container.checkIntervalMs={self.container_check_interval_ms}",
             "-Dzookeeper.4lw.commands.whitelist=*",
             "-Dzookeeper.admin.enableServer=false",
-            # Skip fsync: data still reaches the OS, so it survives the JVM being killed.
-            "-Dzookeeper.forceSync=no",
+            # Tests skip fsync by default: data still reaches the OS, so it survives
+            # the JVM being killed. Production servers sync (benchmarks need that).
+            f"-Dzookeeper.forceSync={'yes' if self.force_sync else 'no'}",
             f"-Xmx{self.heap_mb}m",
             "-XX:+UseSerialGC",
             "-Djava.net.preferIPv4Stack=true",
@@ -870,6 +877,7 @@ class ZooKeeperEnsemble:
         heap_mb: int = 256,
         log: bool = False,
         tls: bool = False,
+        force_sync: bool = False,
     ) -> None:
         if size < 1:
             raise ValueError("an ensemble needs at least one member")
@@ -884,6 +892,7 @@ class ZooKeeperEnsemble:
                 heap_mb=heap_mb,
                 log=log,
                 tls=tls,
+                force_sync=force_sync,
             )
             for _ in range(size)
         ]
