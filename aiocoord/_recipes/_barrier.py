@@ -1,0 +1,615 @@
+"""Barriers: Barrier and DoubleBarrier (Curator's DistributedBarrier and
+DistributedDoubleBarrier, node for node, so Java and Python processes meet at
+one barrier).
+
+:class:`Barrier` is one persistent node: while it exists, waiters wait; its
+deletion lets them all through.
+
+:class:`DoubleBarrier` gathers ``members`` participants, lets them through
+together, and releases them again once every one of them has left. Under its
+path each participant has an ephemeral node named by a random UUID; whoever
+first counts ``members`` of them creates the persistent node ``ready``, which
+tells everyone (Curator waits on it) that the barrier is full. Leaving follows
+Curator's protocol: with the participant nodes sorted (``ready`` aside), the
+lowest watches the highest and deletes itself last, once it is alone; every
+other one deletes itself and watches the lowest. Whoever is done deletes
+``ready``.
+
+The decisions are pure functions (:func:`enter_decision`,
+:func:`leave_decision`), tested without a server; the classes run the loops
+around them: read with a watch, decide, wait, and read again after every wake
+(a wake is a hint, never a verdict).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+import uuid
+from collections.abc import Collection, Coroutine, Generator
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from .. import _paths
+from .._exceptions import (
+    BarrierBrokenError,
+    ClientClosedError,
+    ConnectionLossError,
+    NodeExistsError,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
+from .._session import Client, Watch, cleanup_scope, delete_quietly, retry_on_connection_loss
+from .._types import Stat
+from ._contenders import recipe_path
+from ._lock import default_node_data
+
+__all__ = [
+    "READY_NODE",
+    "Barrier",
+    "DoubleBarrier",
+    "DoubleBarrierEntry",
+    "EnterDecision",
+    "LeaveDecision",
+    "enter_decision",
+    "leave_decision",
+]
+
+READY_NODE = "ready"
+"""Curator's DistributedDoubleBarrier marker: the barrier filled up."""
+
+
+# --- pure rules -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EnterDecision:
+    """What a participant makes of one listing of the barrier's children.
+
+    ``entered`` counts the participant nodes (``ready`` aside). ``passed``: the
+    barrier is full, go through. ``create_ready``: we are the one who saw it
+    fill up, so create ``ready`` for the others (Curator's participants wait
+    on that node alone).
+    """
+
+    entered: int
+    passed: bool
+    create_ready: bool = False
+
+
+def enter_decision(children: Collection[str], members: int) -> EnterDecision:
+    """Pass once ``members`` participants are there, or once someone saw them there.
+
+    ``ready`` exists only if a participant counted ``members`` nodes, so it lets
+    us through even if some have already left again (fast participants may
+    finish before a slow one looks).
+    """
+    ready = READY_NODE in children
+    entered = len(children) - ready
+    if ready:
+        return EnterDecision(entered, True)
+    if entered >= members:
+        return EnterDecision(entered, True, create_ready=True)
+    return EnterDecision(entered, False)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveDecision:
+    """What a leaving participant does after one listing.
+
+    ``done``: everyone has left (after deleting our node, if ``delete_me``).
+    Otherwise delete our node if ``delete_me``, and wait for ``watch`` (a
+    participant node's name) to go.
+    """
+
+    done: bool
+    delete_me: bool = False
+    watch: str | None = None
+
+
+def leave_decision(children: Collection[str], me: str) -> LeaveDecision:
+    """Curator's leave protocol, seen from participant ``me``.
+
+    Participants sorted by name, ``ready`` aside: the lowest stays, watching
+    the highest, until it is alone, then deletes itself and is done; any other
+    deletes itself and watches the lowest. ``me`` missing from ``children``
+    means we have already deleted our node (the caller checks that it was us).
+
+    One difference from Curator: a participant that deleted itself is done
+    only when no participant node is left at all, not when the lowest one is
+    the last: the lowest may not have started leaving yet.
+    """
+    participants = sorted(name for name in children if name != READY_NODE)
+    if not participants:
+        return LeaveDecision(True)
+    lowest = participants[0]
+    if me not in participants:
+        return LeaveDecision(False, watch=lowest)
+    if len(participants) == 1:
+        return LeaveDecision(True, delete_me=True)
+    if me == lowest:
+        return LeaveDecision(False, watch=participants[-1])
+    return LeaveDecision(False, delete_me=True, watch=lowest)
+
+
+# --- time -------------------------------------------------------------------
+
+
+class _Deadline:
+    """When a ``timeout=`` runs out (never, for None)."""
+
+    __slots__ = ("at",)
+
+    def __init__(self, timeout: float | None) -> None:
+        self.at = None if timeout is None else time.monotonic() + max(0.0, timeout)
+
+    def remaining(self, floor: float = 0.0) -> float | None:
+        """Seconds left (at least ``floor``); None without a deadline."""
+        if self.at is None:
+            return None
+        return max(self.at - time.monotonic(), floor)
+
+
+def _first_look(client: Client, deadline: _Deadline) -> float | None:
+    """How long the first look may take: the whole timeout, but never less than
+    one session timeout (so ``timeout=0`` looks exactly once, and gives up if
+    ZooKeeper cannot be reached)."""
+    return deadline.remaining(client.session_timeout)
+
+
+# --- Barrier ----------------------------------------------------------------
+
+
+class Barrier:
+    """A gate at ``path`` (Curator's DistributedBarrier): closed while the node exists.
+
+    One process calls :meth:`set_barrier`; any number wait in
+    :meth:`wait_on_barrier` until someone calls :meth:`remove_barrier`.
+    Waiting costs one exists-watch per wake, and rides out dropped
+    connections and even a lost session (the node is looked at again).
+    """
+
+    def __init__(self, client: Client, path: str) -> None:
+        recipe_path(path, "barrier")
+        self._client = client
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"<Barrier {self.path!r}>"
+
+    async def set_barrier(self) -> None:
+        """Close the gate: create the node (and missing parents, as containers).
+
+        Setting a barrier that is already set does nothing.
+        """
+        client = self._client
+
+        async def create() -> None:
+            with contextlib.suppress(NodeExistsError):
+                await client.create(self.path, container_parents=True)
+
+        await retry_on_connection_loss(client, create)
+
+    async def remove_barrier(self) -> None:
+        """Open the gate: delete the node; every waiter goes through. Already open is fine."""
+        await delete_quietly(self._client, self.path)
+
+    async def wait_on_barrier(self, timeout: float | None = None) -> bool:
+        """Wait until the barrier is removed (True at once if it is not set).
+
+        False if ``timeout`` seconds passed first; ``timeout=0`` looks once.
+        An enclosing deadline (``asyncio.timeout``, ``anyio.fail_after``)
+        cancels the wait as usual. A dropped connection is ridden out (the
+        watch survives the reconnection); after a lost session the node is
+        looked at again, so a removal the session missed is not missed here.
+        """
+        client = self._client
+        deadline = _Deadline(timeout)
+        budget = _first_look(client, deadline)
+        while True:
+            watch: Watch | None = None
+            with anyio.move_on_after(budget) as scope:
+                try:
+                    stat, watch = await retry_on_connection_loss(
+                        client, functools.partial(client.watch_exists, self.path)
+                    )
+                except SessionExpiredError:
+                    continue  # look again, in the new session
+            if scope.cancelled_caught:
+                return False
+            assert watch is not None
+            try:
+                if stat is None:
+                    return True
+                with anyio.move_on_after(deadline.remaining()) as scope:
+                    # A lost session fails the watch: look again.
+                    with contextlib.suppress(SessionExpiredError):
+                        await watch
+                if scope.cancelled_caught:
+                    return False
+            finally:
+                watch.cancel()
+            budget = deadline.remaining()
+
+
+# --- DoubleBarrier ----------------------------------------------------------
+
+
+async def _delete_later(client: Client, node: str) -> None:
+    """Delete ``node`` once ZooKeeper is back; done if the session ends first
+    (the ephemeral node goes with it)."""
+    with (
+        client.request_timeout(None),
+        contextlib.suppress(SessionExpiredError, ClientClosedError, ConnectionLossError),
+    ):
+        await delete_quietly(client, node)
+
+
+class DoubleBarrier:
+    """``members`` participants enter together and leave together
+    (Curator's DistributedDoubleBarrier).
+
+    One object is one participant (make one per participant, sharing a client
+    or not)::
+
+        async with barrier.enter():   # waits until `members` have entered
+            ...                       # everyone is in here together
+        # here every participant has left
+
+    or, as Curator has it, ``await barrier.enter(timeout)`` and
+    ``await barrier.leave(timeout)``, each True once done and False if
+    ``timeout`` passed first.
+
+    Failures: a timed-out, cancelled or failed enter or leave deletes our node
+    before returning (shielded; if ZooKeeper is out of reach, as soon as it is
+    back, in the background), so nobody counts a participant that gave up.
+    Waiting rides out dropped connections; if our session is lost while our
+    node should exist, BarrierBrokenError (the others may count it as gone).
+    A participant whose session ends, or whose client closes, counts as gone:
+    the others' enter stops counting it, and their leave sees it as left.
+    """
+
+    def __init__(
+        self, client: Client, path: str, members: int, *, data: bytes | None = None
+    ) -> None:
+        recipe_path(path, "double barrier")
+        if isinstance(members, bool) or not isinstance(members, int):
+            raise TypeError(f"members must be an int, not {type(members).__name__}")
+        if members < 1:
+            raise ValueError(f"members must be >= 1, not {members}")
+        self._client = client
+        self.path = path
+        self.members = members
+        self._data = default_node_data() if data is None else bytes(data)
+        self._ready = _paths.join(path, READY_NODE)
+        self._node: str | None = None
+        self._owner = 0
+        """The session that owns our node."""
+        self._entered = False
+        self._busy: str | None = None
+
+    def __repr__(self) -> str:
+        state = self._busy or ("entered" if self._entered else "outside")
+        return f"<DoubleBarrier {self.path!r} members={self.members} {state}>"
+
+    @property
+    def is_entered(self) -> bool:
+        """True from a successful enter until this participant leaves (or gives up)."""
+        return self._entered
+
+    @property
+    def node(self) -> str | None:
+        """This participant's node (``<path>/<uuid>``) while it has one, else None."""
+        return self._node
+
+    def enter(self, timeout: float | None = None) -> DoubleBarrierEntry:
+        """Enter: wait until ``members`` participants have entered.
+
+        ``await barrier.enter(timeout)`` returns True once they have, False
+        if ``timeout`` passed first (``timeout=0`` looks once). ``async with
+        barrier.enter(timeout):`` runs its block between entering and leaving
+        (see :class:`DoubleBarrierEntry`). Entering again before leaving is a
+        RuntimeError.
+        """
+        return DoubleBarrierEntry(self, timeout)
+
+    async def leave(self, timeout: float | None = None) -> bool:
+        """Leave: delete our node and wait until every participant has left.
+
+        True once all have; False if ``timeout`` passed first (our node is
+        deleted then too: we are out, without waiting for the others).
+        BarrierBrokenError if our session was lost before our node was
+        deleted; RuntimeError if this participant has not entered.
+        """
+        if not self._entered:
+            raise RuntimeError(f"this participant has not entered the barrier {self.path!r}")
+        self._start("leaving")
+        try:
+            left = await self._guarded(self._leave_phase(_Deadline(timeout)), "leaving")
+            if not left:
+                await self._discard()
+            self._node = None
+            self._entered = False
+            return left
+        finally:
+            self._busy = None
+
+    def _start(self, doing: str) -> None:
+        if self._busy is not None:
+            raise RuntimeError(
+                f"this participant is already {self._busy} the barrier {self.path!r}: "
+                "one DoubleBarrier object is one participant"
+            )
+        self._busy = doing
+
+    async def _enter(self, timeout: float | None) -> bool:
+        if self._entered:
+            raise RuntimeError(
+                f"this participant already entered the barrier {self.path!r}: leave it first "
+                "(one DoubleBarrier object is one participant)"
+            )
+        self._start("entering")
+        try:
+            # A fresh name per attempt: a node an earlier attempt could not
+            # delete (ZooKeeper out of reach) is never mistaken for this one.
+            self._node = _paths.join(self.path, str(uuid.uuid4()))
+            self._owner = 0
+            entered = await self._guarded(
+                self._enter_phase(self._node, _Deadline(timeout)), "entering"
+            )
+            if not entered:
+                await self._discard()
+            self._entered = entered
+            return entered
+        finally:
+            self._busy = None
+
+    async def _guarded(self, phase: Coroutine[Any, Any, bool], doing: str) -> bool:
+        """Run an enter or leave phase; on any way out but a result, delete our node."""
+        try:
+            return await phase
+        except SessionExpiredError as error:
+            await self._discard()
+            raise BarrierBrokenError(
+                self.path, f"the session owning our node was lost while {doing}"
+            ) from error
+        except BaseException:
+            await self._discard()
+            raise
+
+    async def _discard(self) -> None:
+        """Delete our node (if any): now if ZooKeeper is reachable (shielded and
+        time-bounded), else in the background once it is back."""
+        node, self._node = self._node, None
+        self._entered = False
+        if node is None:
+            return
+        client = self._client
+        if client.connected:
+            with cleanup_scope(client):
+                await delete_quietly(client, node)
+        elif not client.closed:
+            client.start_background(
+                _delete_later(client, node), name=f"aiocoord-barrier-cleanup {node}"
+            )
+
+    # --- the phases -------------------------------------------------------------
+
+    def _check(self, names: Collection[str], me: str) -> None:
+        """BarrierBrokenError unless ``names`` was read in the session that owns our
+        node, and shows it. No await between this and the decision it guards."""
+        if self._client.session_id != self._owner:
+            raise BarrierBrokenError(self.path, "the session owning our node was lost")
+        if me not in names:
+            raise BarrierBrokenError(self.path, f"our node {me!r} was deleted by someone else")
+
+    async def _create(self, node: str) -> Stat:
+        client = self._client
+        try:
+            _path, stat = await client.create_with_stat(
+                node, self._data, ephemeral=True, container_parents=True
+            )
+            return stat
+        except NodeExistsError:
+            # A retried create whose first attempt went through: ours if our
+            # session owns it (the name is a fresh UUID).
+            found = await client.exists(node)
+            if found is None or found.ephemeral_owner != client.session_id:
+                raise BarrierBrokenError(
+                    self.path, "the session was lost while creating our node"
+                ) from None
+            return found
+
+    async def _list_watched(self) -> tuple[list[str], Watch]:
+        client = self._client
+        try:
+            names, _stat, watch = await retry_on_connection_loss(
+                client, functools.partial(client.watch_children, self.path)
+            )
+        except NoNodeError:
+            raise BarrierBrokenError(self.path, "the barrier's node was deleted") from None
+        return names, watch
+
+    async def _enter_phase(self, node: str, deadline: _Deadline) -> bool:
+        client = self._client
+        me = _paths.basename(node)
+        watch: Watch | None = None
+        try:
+            with anyio.move_on_after(_first_look(client, deadline)) as scope:
+                stat = await retry_on_connection_loss(client, lambda: self._create(node))
+                self._owner = stat.ephemeral_owner
+                names, watch = await self._list_watched()
+            if scope.cancelled_caught:
+                return False
+            assert watch is not None
+            while True:
+                # Every wake (a new participant, a reconnection, ready) leads
+                # here: only a fresh listing decides.
+                self._check(names, me)
+                decision = enter_decision(names, self.members)
+                if decision.create_ready:
+                    await self._create_ready()
+                if decision.passed:
+                    return True
+                with anyio.move_on_after(deadline.remaining()) as scope:
+                    await watch
+                    watch.cancel()
+                    names, watch = await self._list_watched()
+                if scope.cancelled_caught:
+                    return False
+        finally:
+            if watch is not None:
+                watch.cancel()
+
+    async def _create_ready(self) -> None:
+        client = self._client
+
+        async def create() -> None:
+            with contextlib.suppress(NodeExistsError):
+                await client.create(self._ready)
+
+        await retry_on_connection_loss(client, create)
+
+    async def _children(self) -> list[str]:
+        client = self._client
+        try:
+            return await retry_on_connection_loss(client, lambda: client.children(self.path))
+        except NoNodeError:
+            return []  # the (container) path went with its last child
+
+    async def _leave_phase(self, deadline: _Deadline) -> bool:
+        """Curator's leave loop. The timeout bounds the looking and the waiting;
+        once everyone has left, finishing up (our node if we are last, then
+        ``ready``) is not cut short."""
+        client = self._client
+        node = self._node
+        assert node is not None
+        me = _paths.basename(node)
+        deleted = False
+        budget = _first_look(client, deadline)
+        while True:
+            try:
+                with anyio.move_on_after(budget) as scope:
+                    names = await self._children()
+                if scope.cancelled_caught:
+                    return False
+                budget = deadline.remaining()
+                if not deleted:
+                    self._check(names, me)
+                decision = leave_decision(names, me)
+                if decision.done:
+                    if decision.delete_me:
+                        await delete_quietly(client, node)
+                        self._node = None
+                    break
+                assert decision.watch is not None
+                watched = _paths.join(self.path, decision.watch)
+                watch: Watch | None = None
+                try:
+                    with anyio.move_on_after(budget) as scope:
+                        stat, armed = await retry_on_connection_loss(
+                            client, functools.partial(client.watch_exists, watched)
+                        )
+                        watch = armed
+                        if decision.delete_me and not deleted:
+                            # Watch first, then delete (as Curator does): the
+                            # lowest may be waiting for exactly this deletion.
+                            await delete_quietly(client, node)
+                            deleted = True
+                            self._node = None
+                        if stat is not None:
+                            await armed
+                    if scope.cancelled_caught:
+                        return False
+                finally:
+                    if watch is not None:
+                        watch.cancel()
+            except SessionExpiredError:
+                if not deleted:
+                    raise
+                # Our node is gone already, by our own hand: a lost session
+                # changes nothing for us. Look again in the new one.
+                budget = deadline.remaining()
+        with contextlib.suppress(SessionExpiredError):
+            await delete_quietly(client, self._ready)
+        return True
+
+
+class DoubleBarrierEntry(Coroutine[Any, Any, bool]):
+    """What :meth:`DoubleBarrier.enter` returns: await it, or use it as ``async with``.
+
+    ``await entry`` enters and returns True, or False if the timeout passed.
+    It is a coroutine, so ``asyncio.create_task(barrier.enter())`` works too.
+
+    ``async with entry as barrier:`` enters (OperationTimeoutError if the
+    timeout passes first), runs the block, then leaves and waits until every
+    participant has left (the same timeout, again OperationTimeoutError). If
+    the block raises (or is cancelled), our node is deleted at once and the
+    block's exception propagates without waiting for the others: they see us
+    as gone and are not held up.
+    """
+
+    __slots__ = ("_barrier", "_entering", "_timeout")
+
+    def __init__(self, barrier: DoubleBarrier, timeout: float | None) -> None:
+        self._barrier = barrier
+        self._timeout = timeout
+        self._entering: Coroutine[Any, Any, bool] | None = None
+
+    def __repr__(self) -> str:
+        barrier = self._barrier
+        return (
+            f"<DoubleBarrierEntry {barrier.path!r} members={barrier.members} "
+            f"timeout={self._timeout}>"
+        )
+
+    # The coroutine protocol, delegated to an enter made on first use (so an
+    # entry used only as ``async with`` leaves no never-awaited coroutine).
+
+    def _coroutine(self) -> Coroutine[Any, Any, bool]:
+        if self._entering is None:
+            self._entering = self._barrier._enter(self._timeout)
+        return self._entering
+
+    def __await__(self) -> Generator[Any, None, bool]:
+        return self._coroutine().__await__()
+
+    def send(self, value: Any) -> Any:
+        """Part of the coroutine protocol (what ``await`` and tasks drive)."""
+        return self._coroutine().send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        """Part of the coroutine protocol (what ``await`` and tasks drive)."""
+        if val is None and tb is None:
+            return self._coroutine().throw(typ)
+        return self._coroutine().throw(typ, val, tb)
+
+    def close(self) -> None:
+        """Part of the coroutine protocol: close the enter, if it was started."""
+        if self._entering is not None:
+            self._entering.close()
+
+    async def __aenter__(self) -> DoubleBarrier:
+        barrier = self._barrier
+        if not await barrier._enter(self._timeout):
+            raise OperationTimeoutError(
+                f"{barrier.members} participants did not enter {barrier.path!r} "
+                f"within {self._timeout} s"
+            )
+        return barrier
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        barrier = self._barrier
+        if not barrier.is_entered:
+            return  # left inside the block already
+        if exc_type is not None:
+            await barrier._discard()
+            return
+        if not await barrier.leave(self._timeout):
+            raise OperationTimeoutError(
+                f"not every participant left {barrier.path!r} within {self._timeout} s"
+            )
