@@ -245,6 +245,28 @@ class Contender:
         self.czxid = own.stat.czxid
         self.session_id = own.stat.ephemeral_owner
 
+    async def queue(self) -> None:
+        """Create our node at the back of the queue, without waiting for a turn.
+
+        For recipes that keep their place across several waits (a leader
+        latch); :meth:`acquire` does the whole wait. If this raises, the node
+        may still have been made: :meth:`abandon` finds and deletes it.
+        """
+        await self._enter_queue()
+
+    async def wait_turn(self) -> bool:
+        """Wait until our node (made by :meth:`queue`) holds: True. False if it
+        is gone (its session ended, or someone deleted it): :meth:`abandon` it
+        and queue again.
+
+        May be called again on the same node, after a connection blip, to read
+        the queue afresh. Waiting rides out SUSPENDED as :meth:`acquire` does.
+        """
+        try:
+            return await self._wait_turn(None)
+        except (SessionExpiredError, _NodeVanished):
+            return False
+
     def _check_session(self) -> None:
         """Raise _NodeVanished unless the client is still in the session owning our node.
 

@@ -1,0 +1,790 @@
+"""Leader election: LeaderLatch and LeaderElection (Curator's LeaderLatch and
+LeaderSelector, node for node).
+
+Participants queue as protected, ephemeral, sequential nodes under the election
+path, each holding its participant id (UTF-8). The lowest sequence number
+leads; every other participant watches only the one just ahead of it.
+
+- :class:`LeaderLatch` nodes are ``_c_<uuid>-latch-<seq>``. A participant
+  stays in the queue until it closes; ``has_leadership`` says whether it leads
+  now, and a background task follows the queue and the connection.
+- :class:`LeaderElection` nodes are a Mutex's, ``_c_<uuid>-lock-<seq>`` (Curator's
+  LeaderSelector is an InterProcessMutex). Leading is holding that lock for one
+  block, a *term*, which is cancelled the moment leadership is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from .._exceptions import (
+    ClientClosedError,
+    ConnectionLossError,
+    LeadershipLostError,
+    NoNodeError,
+    NotOwnerError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
+from .._session import (
+    Broadcast,
+    Client,
+    ErrorPolicy,
+    Fence,
+    Transaction,
+    retry_on_connection_loss,
+)
+from .._types import EventType
+from ._contenders import LOCK_NAME, Contender, mutex_rule, recipe_path, sort_contenders
+from ._holding import Hold, LossMonitor
+from ._lock import default_node_data
+
+__all__ = ["Candidate", "LeaderElection", "LeaderLatch"]
+
+log = logging.getLogger("aiocoord")
+
+LATCH_NAME = "latch-"
+"""Curator's LeaderLatch node name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One participant of an election, as listed by ``participants()``: first leads."""
+
+    id: str
+    """The participant id: the node's data, decoded as UTF-8."""
+    is_leader: bool
+    """True for the first participant of the queue only."""
+    node: str
+    """The participant's node (full path, without the client's namespace)."""
+
+
+async def _candidates(client: Client, path: str, lock_name: str) -> list[Candidate]:
+    """The participants under ``path`` in queue order (their data read in one round trip)."""
+
+    async def read() -> list[Candidate]:
+        try:
+            names = await client.children(path)
+        except NoNodeError:
+            return []
+        ordered = sort_contenders(names, (lock_name,))
+        if not ordered:
+            return []
+        pipeline = client.pipeline()
+        for name in ordered:
+            pipeline.get(f"{path}/{name}")
+        found: list[Candidate] = []
+        for name, result in zip(ordered, await pipeline.execute(), strict=True):
+            if isinstance(result, NoNodeError):
+                continue  # it left between the listing and the read
+            if isinstance(result, Exception):
+                raise result
+            data, _stat = result
+            # Java decodes with replacement too: both sides show the same id.
+            node_id = data.decode("utf-8", errors="replace")
+            found.append(Candidate(node_id, not found, f"{path}/{name}"))
+        return found
+
+    return await retry_on_connection_loss(client, read)
+
+
+def _check_arguments(
+    client: Client, path: str, participant_id: str, error_policy: ErrorPolicy | None, what: str
+) -> bytes:
+    """Validate a recipe's arguments (before any I/O); the participant id's bytes."""
+    if not isinstance(client, Client):
+        raise TypeError(f"a {what} needs an aiocoord.Client, not {type(client).__name__}")
+    recipe_path(path, what)
+    if not isinstance(participant_id, str):
+        raise TypeError(f"participant_id must be a str, not {type(participant_id).__name__}")
+    if error_policy is not None and not isinstance(error_policy, ErrorPolicy):
+        raise TypeError(
+            f"error_policy must be an aiocoord.ErrorPolicy, not {type(error_policy).__name__}"
+        )
+    try:
+        return participant_id.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError(f"participant_id {participant_id!r} is not encodable as UTF-8") from error
+
+
+async def _node_gone(client: Client, node: str, session_id: int) -> str:
+    """Wait until our ``node`` (owned by session ``session_id``) is gone; say why.
+
+    Rides out SUSPENDED (the watch survives a reconnection to the same session).
+    """
+    while True:
+        try:
+            stat, watch = await retry_on_connection_loss(
+                client, functools.partial(client.watch_exists, node)
+            )
+        except ConnectionLossError:  # unreachable for a whole request timeout
+            await client.wait_connected()
+            continue
+        except SessionExpiredError:
+            return "the session expired"
+        try:
+            if client.session_id != session_id:
+                return "the session that owned its node ended"
+            if stat is None:
+                return "its node was deleted by someone else"
+            try:
+                event = await watch
+            except SessionExpiredError:
+                return "the session expired"
+            except ClientClosedError:
+                return "the client was closed"
+        finally:
+            watch.cancel()
+        if event.type is EventType.DELETED:
+            return "its node was deleted by someone else"
+
+
+async def _stop(task: asyncio.Task[Any] | None) -> asyncio.CancelledError | None:
+    """Cancel ``task`` and wait for it to end, even if the caller is cancelled
+    meanwhile: that cancellation is returned, for the caller to raise once its
+    own cleanup is done (a native ``Task.cancel()`` goes through anyio shields)."""
+    if task is None:
+        return None
+    task.cancel()
+    try:
+        await asyncio.wait([task])
+    except asyncio.CancelledError as error:
+        # The task ends at its next step, with nothing awaited by it left behind.
+        return error
+    return None
+
+
+# --- LeaderLatch --------------------------------------------------------------------------
+
+
+class _LatchTerm(Hold):
+    """One stretch of leadership of a latch: lost when the connection state, the
+    session or our node says so (reported to the latch at once)."""
+
+    def __init__(self, contender: Contender, on_lost: Callable[[], None]) -> None:
+        super().__init__()
+        self.contender = contender
+        self._on_lost = on_lost
+
+    def mark_lost(self, reason: str) -> None:
+        if self.lost:
+            return
+        super().mark_lost(reason)
+        self._on_lost()
+
+
+_NEW, _STARTING, _STARTED, _CLOSED = "new", "starting", "started", "closed"
+
+
+class LeaderLatch:
+    """Take part in an election for as long as the latch is open (Curator's LeaderLatch).
+
+    ``async with LeaderLatch(client, path, "me") as latch:`` joins the queue
+    (the first participant leads) and leaves it on exit. Meanwhile
+    ``has_leadership`` says whether we lead now, ``await wait_leader()`` waits
+    for it, and ``async for leading in latch.changes()`` follows it.
+
+    Leadership is dropped (and reported) when the connection enters a state
+    the error policy calls an error (by default SUSPENDED already; with
+    :class:`~aiocoord.SessionErrorPolicy` only LOST), when the session is
+    lost, and when another client deletes our node. After a reconnection to
+    the same session our node still stands, so the queue is read again and we
+    may lead again at once; after a lost session or a deleted node, a new node
+    joins at the back of the queue.
+
+    A leader may have lost leadership without knowing yet (a long pause):
+    guard writes with :meth:`fence` or :meth:`transaction` to be safe.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        participant_id: str = "",
+        *,
+        error_policy: ErrorPolicy | None = None,
+    ) -> None:
+        self._data = _check_arguments(client, path, participant_id, error_policy, "leader latch")
+        self._client = client
+        self.path = path
+        self.participant_id = participant_id
+        """This participant's id, stored in its node (Curator's latch id)."""
+        self._monitor = LossMonitor(client, error_policy or client.error_policy)
+        self._state = _NEW
+        self._leader = False
+        self._lost = asyncio.Event()
+        self._lost.set()
+        self._term: _LatchTerm | None = None
+        self._contender: Contender | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._changes: Broadcast[bool] = Broadcast()
+        self._ended = False
+        self._error: BaseException | None = None
+
+    def __repr__(self) -> str:
+        state = "failed" if self._error is not None else self._state
+        return (
+            f"<LeaderLatch {self.path!r} id={self.participant_id!r} {state} leader={self._leader}>"
+        )
+
+    # --- taking part -----------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Join the election: our node is in the queue when this returns.
+
+        A background task then follows the queue and the connection until
+        :meth:`close` (or the client closes). A latch starts once; if this
+        raises, no node is left and it may be started again.
+        """
+        if self._state != _NEW:
+            raise RuntimeError(f"leader latch {self.path!r} is {self._state}: it starts once")
+        self._state = _STARTING
+        self._contender = contender = self._new_contender()
+        try:
+            await contender.queue()
+        except BaseException:
+            await contender.abandon()
+            if self._state == _STARTING:
+                self._state = _NEW
+                self._contender = None
+            raise
+        if self._state != _STARTING:  # closed while starting
+            await contender.abandon()
+            raise RuntimeError(f"leader latch {self.path!r} was closed while starting")
+        try:
+            self._task = self._client.start_background(
+                self._follow(contender), name=f"aiocoord-leader-latch {self.path}"
+            )
+        except BaseException:  # the client closed meanwhile
+            await contender.abandon()
+            self._state, self._contender = _NEW, None
+            raise
+        self._state = _STARTED
+
+    async def close(self) -> None:
+        """Leave the election: stop leading, then delete our node (shielded, bounded).
+
+        Idempotent. ``changes()`` iterations end; ``wait_leader()`` raises.
+        """
+        if self._state == _CLOSED:
+            return
+        starting = self._state == _STARTING
+        self._state = _CLOSED
+        # Stop claiming leadership before the node goes, never after.
+        self._set_leader(False)
+        task, self._task = self._task, None
+        cancelled = await _stop(task)
+        contender, self._contender = self._contender, None
+        # A create in flight is start()'s to clean up, once it knows the node.
+        if contender is not None and not starting:
+            await contender.abandon()  # shielded and time-bounded
+        self._end(None)
+        if cancelled is not None:
+            raise cancelled
+
+    async def __aenter__(self) -> LeaderLatch:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def _new_contender(self) -> Contender:
+        return Contender(
+            self._client,
+            self.path,
+            LATCH_NAME,
+            (LATCH_NAME,),
+            mutex_rule(1, (LATCH_NAME,)),
+            self._data,
+            # Read the queue again after every wake-up, so a decision to lead
+            # also sees that our own node is still there.
+            last_blocker_shortcut=False,
+        )
+
+    # --- the background task ------------------------------------------------------------
+
+    async def _follow(self, contender: Contender) -> None:
+        try:
+            while True:
+                if contender.node is None:
+                    self._contender = contender = self._new_contender()
+                    try:
+                        await contender.queue()
+                    except (ConnectionLossError, SessionExpiredError) as error:
+                        await contender.abandon()
+                        await self._wait_for_zookeeper(error)
+                        continue
+                try:
+                    leads = await contender.wait_turn()
+                except ConnectionLossError as error:
+                    await self._wait_for_zookeeper(error)
+                    continue  # same node: read the queue again
+                if not leads:
+                    # Our node went with the session or was deleted: queue again, at the back.
+                    await contender.abandon()
+                    continue
+                # The decision rests on a reply from the session owning our node; with
+                # no await until the monitor has the term, every later state counts.
+                term = _LatchTerm(contender, lambda: self._set_leader(False))
+                self._monitor.add(term, contender.session_id)
+                try:
+                    if not term.lost:
+                        self._term = term
+                        self._set_leader(True)
+                        await self._until_lost(term)
+                        log.info("leader latch %r: leadership lost: %s", self.path, term.reason)
+                finally:
+                    self._monitor.discard(term)
+                    self._term = None
+                    self._set_leader(False)
+                # Same node: read the queue again (once reconnected), which also
+                # tells whether the node survived.
+        except asyncio.CancelledError:
+            if self._state != _CLOSED:  # the client is closing
+                self._set_leader(False)
+                self._end(ClientClosedError(f"leader latch {self.path!r}: the client was closed"))
+            raise
+        except BaseException as error:
+            self._set_leader(False)
+            leftover, self._contender = self._contender, None
+            if leftover is not None:
+                await leftover.abandon()  # leave the queue before telling anyone
+            self._end(error)
+            raise  # logged by the client's background runner
+
+    async def _until_lost(self, term: _LatchTerm) -> None:
+        contender = term.contender
+        assert contender.node is not None
+        with anyio.CancelScope() as scope:
+            term.add_scope(scope)  # a connection state or lost session ends the wait
+            try:
+                reason = await _node_gone(self._client, contender.node, contender.session_id)
+                term.mark_lost(reason)
+            finally:
+                term.remove_scope(scope)
+
+    async def _wait_for_zookeeper(self, error: BaseException) -> None:
+        log.info("leader latch %r: %s; waiting for ZooKeeper", self.path, error)
+        await self._client.wait_connected()
+
+    def _set_leader(self, leading: bool) -> None:
+        if self._leader is leading:
+            return
+        self._leader = leading
+        if leading:
+            self._lost = asyncio.Event()
+        else:
+            self._lost.set()
+        self._changes.publish(leading)
+
+    def _end(self, error: BaseException | None) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        self._error = error
+        self._changes.close(error)
+
+    # --- leading ----------------------------------------------------------------------------
+
+    @property
+    def has_leadership(self) -> bool:
+        """Whether this participant leads now (local state: no I/O)."""
+        return self._leader
+
+    @property
+    def node(self) -> str | None:
+        """Our node in the queue; None when not queued (not started, closed, or between
+        a lost node and its replacement)."""
+        contender = self._contender
+        return contender.node if contender is not None else None
+
+    def _check_usable(self) -> None:
+        if self._error is not None:
+            raise self._error
+        if self._state == _CLOSED:
+            raise RuntimeError(f"leader latch {self.path!r} is closed")
+        if self._state == _NEW:
+            raise RuntimeError(
+                f"leader latch {self.path!r} is not started: use 'async with' or start()"
+            )
+
+    async def wait_leader(self, timeout: float | None = None) -> bool:
+        """Wait until this participant leads: True; False if ``timeout`` passed first
+        (Curator's ``await``).
+
+        Raises RuntimeError if the latch is not started or is closed (also while
+        waiting), ClientClosedError if its client closed, and the error of a
+        failed background task.
+        """
+        self._check_usable()
+        if self._leader:
+            return True
+        subscription = self._changes.subscribe()
+        try:
+            with anyio.move_on_after(timeout):
+                async for _leading in subscription:
+                    if self._leader:
+                        return True
+                self._check_usable()
+                raise AssertionError("the latch ended without saying why")
+            return False
+        finally:
+            await subscription.aclose()
+
+    async def wait_lost(self) -> None:
+        """Wait until this participant stops leading (NotOwnerError if it does not lead)."""
+        if not self._leader:
+            raise NotOwnerError(f"leader latch {self.path!r} does not lead")
+        await self._lost.wait()
+
+    async def changes(self) -> AsyncGenerator[bool, None]:
+        """``has_leadership`` now, then each time it changes; ends when the latch closes.
+
+        Raises what ended the latch otherwise (ClientClosedError, or the error of a
+        failed background task). Changes are queued until read, none dropped.
+        """
+        subscription = self._changes.subscribe()
+        ended = self._ended  # then nothing more comes, and the subscription never ends
+        try:
+            yield self._leader
+            if ended:
+                if self._error is not None:
+                    raise self._error
+                return
+            async for leading in subscription:
+                yield leading
+        finally:
+            await subscription.aclose()
+
+    def _leading_term(self) -> _LatchTerm:
+        term = self._term
+        if term is None or term.lost or not self._leader:
+            raise NotOwnerError(f"leader latch {self.path!r} does not lead")
+        return term
+
+    @property
+    def fencing_token(self) -> int:
+        """While leading: a number that grows with every new leader of this path.
+
+        It is our node's creation zxid. Hand it to the resource the leader writes
+        to, which refuses a smaller token than it has seen. NotOwnerError when
+        not leading.
+        """
+        return self._leading_term().contender.czxid
+
+    def fence(self) -> Fence:
+        """Proof of leading, for ``client.transaction().guard(latch.fence())``: the
+        transaction applies only while our node exists (NotOwnerError when not leading)."""
+        node = self._leading_term().contender.node
+        assert node is not None
+        return Fence(node, self.path, lost_error=LeadershipLostError)
+
+    def transaction(self) -> Transaction:
+        """A transaction that applies only while our node exists; if it is gone,
+        ``commit()`` applies nothing and raises LeadershipLostError."""
+        return self._client.transaction().guard(self.fence())
+
+    async def participants(self) -> list[Candidate]:
+        """Every participant in queue order (the first leads), with its id."""
+        return await _candidates(self._client, self.path, LATCH_NAME)
+
+    async def leader(self) -> Candidate | None:
+        """The leading participant; None if nobody takes part (where Curator returns
+        an empty dummy participant)."""
+        candidates = await self.participants()
+        return candidates[0] if candidates else None
+
+
+# --- LeaderElection ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Term:
+    node: str
+    czxid: int
+    hold: Hold
+
+
+class _Leadership:
+    """``async with election.leadership():`` one term as leader (see
+    :meth:`LeaderElection.leadership`)."""
+
+    def __init__(self, election: LeaderElection, timeout: float | None) -> None:
+        self._election = election
+        self._timeout = timeout
+        self._entered = False
+        self._contender: Contender | None = None
+        self._hold: Hold | None = None
+        self._scope: anyio.CancelScope | None = None
+        self._watcher: asyncio.Task[Any] | None = None
+        self._stopping = False
+
+    def __repr__(self) -> str:
+        hold = self._hold
+        state = "inactive" if hold is None else "lost" if hold.lost else "leading"
+        election = self._election
+        return (
+            f"<LeaderElection.leadership {election.path!r} id={election.participant_id!r} {state}>"
+        )
+
+    async def __aenter__(self) -> LeaderElection:
+        election = self._election
+        if self._entered:
+            raise RuntimeError("a leadership() context is entered once; call leadership() again")
+        if election._busy:
+            raise RuntimeError(
+                f"{election!r} is already taking part (in leadership() or run()): one "
+                "LeaderElection is one participant; make one per task that competes"
+            )
+        self._entered = True
+        election._busy = True
+        contender = election._new_contender()
+        try:
+            if not await contender.acquire(self._timeout):
+                raise OperationTimeoutError(
+                    f"did not become leader of {election.path!r} within {self._timeout} s"
+                )
+        except BaseException:
+            election._busy = False
+            raise
+        # The grant rests on a reply from the session owning our node; with no
+        # await until the monitor has the hold, every later state counts.
+        hold = Hold()
+        election._monitor.add(hold, contender.session_id)
+        node = contender.node
+        assert node is not None
+        self._contender, self._hold = contender, hold
+        self._scope = scope = anyio.CancelScope()
+        scope.__enter__()
+        hold.add_scope(scope)
+        election._term = _Term(node, contender.czxid, hold)
+        try:
+            self._watcher = election._client.start_background(
+                self._watch(hold, node, contender.session_id),
+                name=f"aiocoord-leader-node-watch {election.path}",
+                on_error=lambda error: hold.mark_lost(f"watching its node failed: {error!r}"),
+            )
+        except BaseException as error:
+            await self.__aexit__(type(error), error, error.__traceback__)
+            raise
+        return election
+
+    async def _watch(self, hold: Hold, node: str, session_id: int) -> None:
+        """Mark the term lost once our node is gone (deleted by someone else, or
+        with the session)."""
+        try:
+            reason = await _node_gone(self._election._client, node, session_id)
+        except asyncio.CancelledError:
+            if not self._stopping:  # not the term's end: the client is closing
+                hold.mark_lost("the client was closed")
+            raise
+        hold.mark_lost(reason)
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        # Returns None, not a bool: the block's own exceptions always propagate.
+        # The scope swallows only the cancellation a loss caused, and a loss
+        # always raises LeadershipLostError here.
+        election = self._election
+        contender, hold, scope = self._contender, self._hold, self._scope
+        assert contender is not None and hold is not None and scope is not None
+        try:
+            election._term = None  # not leading from here on; the node goes next
+            self._stopping = True
+            # Leave the scope before any await: a loss keeps cancelling inside it.
+            hold.remove_scope(scope)
+            suppress = bool(scope.__exit__(exc_type, exc, tb))
+            cancelled = await _stop(self._watcher)
+            self._watcher = None
+            election._monitor.discard(hold)
+            await contender.release()  # finishes the delete even if cancelled meanwhile
+            if cancelled is not None:
+                raise cancelled
+            if hold.lost and (exc_type is None or suppress):
+                raise LeadershipLostError(election.path, hold.reason)
+            assert not suppress, "a term's scope is cancelled only by a loss"
+        finally:
+            election._busy = False
+
+
+class LeaderElection:
+    """Lead in turns, one participant at a time (Curator's LeaderSelector).
+
+    ``async with election.leadership():`` waits until this participant leads,
+    then runs the block as leader: a *term*. The block is cancelled when
+    leadership is lost, and leaving it then raises
+    :class:`~aiocoord.LeadershipLostError`; leaving it in any way gives
+    leadership up, to the next participant in the queue.
+    ``await election.run(fn)`` calls ``fn`` for each term, queueing again
+    after each (Curator's autoRequeue).
+
+    Leadership is lost when the connection enters a state the error policy
+    calls an error (by default SUSPENDED already; with
+    :class:`~aiocoord.SessionErrorPolicy` only LOST), when the session
+    expires, and when another client deletes our node.
+
+    The guarantee: at most one participant's node heads the queue at a time,
+    and a leader's block is cancelled as soon as its client learns of a loss.
+    The limit: a leader that is paused, or cut off before its client notices,
+    can still act for a while after another took over. Fence what the leader
+    writes (:meth:`transaction`, or :attr:`fencing_token` for other stores)
+    to close that gap.
+
+    One object is one participant: a second ``leadership()`` or ``run()``
+    while one is active raises RuntimeError. Make one LeaderElection per
+    competing task.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        participant_id: str = "",
+        *,
+        error_policy: ErrorPolicy | None = None,
+    ) -> None:
+        data = _check_arguments(client, path, participant_id, error_policy, "leader election")
+        self._client = client
+        self.path = path
+        self.participant_id = participant_id
+        """This participant's id. Its node holds it as UTF-8; an empty id stores
+        ``host:pid`` instead (where Curator stores the client's IP address)."""
+        self._data = data or default_node_data()
+        self._monitor = LossMonitor(client, error_policy or client.error_policy)
+        self._rule = mutex_rule(1, (LOCK_NAME,))
+        self._term: _Term | None = None
+        self._busy = False
+
+    def __repr__(self) -> str:
+        return (
+            f"<LeaderElection {self.path!r} id={self.participant_id!r} "
+            f"leading={self.has_leadership}>"
+        )
+
+    def _new_contender(self) -> Contender:
+        # The queue of Curator's LeaderSelector: an InterProcessMutex's nodes.
+        return Contender(
+            self._client,
+            self.path,
+            LOCK_NAME,
+            (LOCK_NAME,),
+            self._rule,
+            self._data,
+            # Decide to lead only on a listing that shows our own node.
+            last_blocker_shortcut=False,
+        )
+
+    def leadership(
+        self, timeout: float | None = None
+    ) -> contextlib.AbstractAsyncContextManager[LeaderElection]:
+        """``async with election.leadership():`` wait to lead, then run the block as leader.
+
+        Raises OperationTimeoutError if ``timeout`` seconds pass before we lead
+        (no node is left behind), and LeadershipLostError on leaving the block
+        after a loss (the block was cancelled at the loss). Leaving the block
+        deletes our node: the next participant leads. Waiting rides out
+        SUSPENDED; a lost session while waiting queues us again, at the back.
+        """
+        return _Leadership(self, timeout)
+
+    async def run(self, fn: Callable[[], Awaitable[object]], *, requeue: bool = True) -> None:
+        """``await fn()`` each time this participant leads, until cancelled.
+
+        Each term ends when ``fn`` returns (leadership is then given up, and we
+        queue again behind the others) or when leadership is lost (``fn`` is
+        cancelled; the loss is logged and we queue again). With
+        ``requeue=False`` there is one term: a loss then raises
+        LeadershipLostError. An exception from ``fn`` ends ``run`` with that
+        exception (Curator logs it and queues again; a failing leader that
+        keeps coming back usually hides a bug, so it is left to the caller to
+        catch and retry). Queueing rides out SUSPENDED and lost sessions, and
+        with ``requeue`` also ZooKeeper being out of reach for longer than the
+        request timeout; it ends on ClientClosedError.
+        """
+        while True:
+            leading = False
+            try:
+                async with self.leadership():
+                    leading = True
+                    await fn()
+            except LeadershipLostError as error:
+                if not requeue:
+                    raise
+                log.info("%s; queueing again", error)
+            except ConnectionLossError as error:
+                if leading or not requeue:
+                    raise  # from fn: its own error
+                # ZooKeeper out of reach for a whole request timeout while queueing.
+                log.info("%r: cannot queue (%s); trying again once connected", self, error)
+                await self._client.wait_connected()
+            else:
+                if not requeue:
+                    return
+
+    # --- local state ------------------------------------------------------------------
+
+    @property
+    def has_leadership(self) -> bool:
+        """Whether this participant is in a term and has not lost it (local state)."""
+        term = self._term
+        return term is not None and not term.hold.lost
+
+    def _current_term(self) -> _Term:
+        term = self._term
+        if term is None:
+            raise NotOwnerError(f"{self.path!r}: this participant does not lead (not in a term)")
+        if term.hold.lost:
+            raise LeadershipLostError(self.path, term.hold.reason)
+        return term
+
+    @property
+    def fencing_token(self) -> int:
+        """Inside a term: a number that grows with every term of every participant.
+
+        It is the leader node's creation zxid. Hand it to the resource the leader
+        writes to, which refuses a smaller token than it has seen. NotOwnerError
+        outside a term, LeadershipLostError once the term's leadership is lost.
+        """
+        return self._current_term().czxid
+
+    def fence(self) -> Fence:
+        """Proof of leading, for any transaction to require (``txn.guard(election.fence())``).
+
+        The transaction applies only while our node exists; a failed guard
+        raises LeadershipLostError. Errors as :attr:`fencing_token`.
+        """
+        return Fence(self._current_term().node, self.path, lost_error=LeadershipLostError)
+
+    def transaction(self) -> Transaction:
+        """A transaction that applies only while we still lead (our node exists);
+        otherwise ``commit()`` applies nothing and raises LeadershipLostError."""
+        return self._client.transaction().guard(self.fence())
+
+    def wait_lost(self) -> Coroutine[Any, Any, None]:
+        """Inside a term: wait until its leadership is lost (NotOwnerError outside one).
+
+        The term is looked up when this is called, so the wait may be handed to
+        another task: ``asyncio.create_task(election.wait_lost())``.
+        """
+        term = self._term
+        if term is None:
+            raise NotOwnerError(f"{self.path!r}: this participant does not lead (not in a term)")
+        return term.hold.wait_lost()
+
+    async def participants(self) -> list[Candidate]:
+        """Every participant in queue order (the first leads), with its id."""
+        return await _candidates(self._client, self.path, LOCK_NAME)
+
+    async def leader(self) -> Candidate | None:
+        """The leading participant; None if nobody takes part (where Curator returns
+        an empty dummy participant)."""
+        candidates = await self.participants()
+        return candidates[0] if candidates else None
