@@ -40,6 +40,9 @@ from ._exceptions import TTLNodesDisabledError as TTLNodesDisabledError
 from ._exceptions import UnimplementedError as UnimplementedError
 from ._exceptions import UnsupportedEventLoopError as UnsupportedEventLoopError
 from ._exceptions import ZooKeeperError as ZooKeeperError
+from ._recipes._barrier import Barrier as Barrier
+from ._recipes._barrier import DoubleBarrier as DoubleBarrier
+from ._recipes._barrier import DoubleBarrierEntry as DoubleBarrierEntry
 from ._recipes._counter import AtomicBytes as AtomicBytes
 from ._recipes._counter import AtomicFailure as AtomicFailure
 from ._recipes._counter import AtomicInt as AtomicInt
@@ -48,6 +51,10 @@ from ._recipes._counter import AtomicStats as AtomicStats
 from ._recipes._counter import AtomicValue as AtomicValue
 from ._recipes._counter import Bounds as Bounds
 from ._recipes._counter import PromotedToLock as PromotedToLock
+from ._recipes._group import GroupMember as GroupMember
+from ._recipes._leader import Candidate as Candidate
+from ._recipes._leader import LeaderElection as LeaderElection
+from ._recipes._leader import LeaderLatch as LeaderLatch
 from ._recipes._lease import Lease as Lease
 from ._recipes._lease import LeaseHold as LeaseHold
 from ._recipes._lock import FencedTransaction as FencedTransaction
@@ -112,10 +119,12 @@ __all__ = [
     "AuthFailedError",
     "BadArgumentsError",
     "BadVersionError",
+    "Barrier",
     "BarrierBrokenError",
     "BoundExceededError",
     "BoundedExponentialBackoff",
     "Bounds",
+    "Candidate",
     "Client",
     "ClientClosedError",
     "ClientOptions",
@@ -128,15 +137,20 @@ __all__ = [
     "CreateOptions",
     "DataTooLargeError",
     "DeadlockError",
+    "DoubleBarrier",
+    "DoubleBarrierEntry",
     "ErrorPolicy",
     "EventType",
     "ExponentialBackoff",
     "Fence",
     "FencedTransaction",
+    "GroupMember",
     "HoldContext",
     "InvalidACLError",
     "InvalidConnectStringError",
     "InvalidPathError",
+    "LeaderElection",
+    "LeaderLatch",
     "LeadershipLostError",
     "Lease",
     "LeaseHeldError",

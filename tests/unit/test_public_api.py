@@ -68,6 +68,9 @@ def test_atomic_failures_equal_their_documented_strings() -> None:
         aiocoord.OutcomeUnknownError("/o"),
         aiocoord.ConnectionLossError("gone", sent=True),
         aiocoord.InvalidPathError("bad", "no leading slash"),
+        aiocoord.LeadershipLostError("/election", "the connection was SUSPENDED"),
+        aiocoord.MemberIdInUseError("/group/a"),
+        aiocoord.BarrierBrokenError("/barrier", "our node is gone"),
     ],
     ids=lambda e: type(e).__name__,
 )

@@ -173,6 +173,32 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
     ("Codec.UTF8", lambda client: aiocoord.Codec.UTF8, ()),
     ("Codec.JSON", lambda client: aiocoord.Codec.JSON, ()),
     ("Fence", lambda client: FENCE, ("'/lock'",)),
+    ("Barrier", lambda client: aiocoord.Barrier(client, "/gate"), ("'/gate'",)),
+    (
+        "DoubleBarrier",
+        lambda client: aiocoord.DoubleBarrier(client, "/race", 5),
+        ("'/race'", "members=5", "outside"),
+    ),
+    (
+        "DoubleBarrierEntry",
+        lambda client: aiocoord.DoubleBarrier(client, "/race", 5).enter(2.0),
+        ("'/race'", "timeout=2.0"),
+    ),
+    (
+        "LeaderLatch",
+        lambda client: aiocoord.LeaderLatch(client, "/latch", "me"),
+        ("'/latch'", "'me'"),
+    ),
+    (
+        "LeaderElection",
+        lambda client: aiocoord.LeaderElection(client, "/election", "me"),
+        ("'/election'", "'me'"),
+    ),
+    (
+        "GroupMember",
+        lambda client: aiocoord.GroupMember(client, "/group", "web-1", b"10.0.0.1"),
+        ("'/group/web-1'", "member=False"),
+    ),
 ]
 """Objects with a hand-written repr, or a dataclass repr that is part of their design
 (the other dataclasses, named tuples and enums are left to the coverage test below)."""

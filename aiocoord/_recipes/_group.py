@@ -1,0 +1,618 @@
+"""Group membership (Curator's GroupMember, node for node).
+
+Each member keeps one ephemeral node, ``<group path>/<member id>``, holding its
+data; the group is the children of the group path. Missing ancestors are made
+as containers, so the server sweeps an empty group away. Curator's members and
+ours share a group: same names, same data, same node kinds.
+
+A member's node lives as long as its session, and the member makes it again
+(from a background task) whenever it went without the member leaving: after a
+session expiry, or a delete by someone else. A member id is one node name, so
+one session at a time can hold it: a member never takes over a node another
+session holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import functools
+import logging
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import anyio
+
+from .. import _paths
+from .._exceptions import (
+    BadVersionError,
+    ClientClosedError,
+    CoordinationError,
+    DataTooLargeError,
+    InvalidPathError,
+    MemberIdInUseError,
+    NodeExistsError,
+    NoNodeError,
+    SessionError,
+    SessionExpiredError,
+)
+from .._session import (
+    Client,
+    ConnectionState,
+    PersistentWatch,
+    call_with_retry,
+    cleanup_scope,
+    retry_on_connection_loss,
+)
+from .._types import EventType, Stat, WatchEvent
+from ._contenders import recipe_path
+
+__all__ = ["GroupMember"]
+
+log = logging.getLogger("aiocoord")
+
+_LOCAL_MEMBERS = "aiocoord.group-members"
+"""Key of the client's recipe state holding the nodes its running members keep."""
+
+_MAX_PAUSE = 2.0
+"""Longest pause between attempts to re-create our node when the server refuses (seconds)."""
+
+
+class _Phase(enum.Enum):
+    NEW = "new"
+    STARTING = "starting"
+    RUNNING = "running"
+    CLOSED = "closed"
+
+
+def _member_id(path: str, member_id: object) -> str:
+    """``member_id`` if it can be a child node's name under ``path``, else raise."""
+    if not isinstance(member_id, str):
+        raise TypeError(f"member_id must be str, not {type(member_id).__name__}")
+    node = f"{path}/{member_id}"
+    if not member_id:
+        raise InvalidPathError(node, "the member id is empty")
+    if "/" in member_id:
+        raise InvalidPathError(node, "a member id is one node name: it cannot hold '/'")
+    if member_id in (".", ".."):
+        raise InvalidPathError(node, f"{member_id!r} cannot be a member id")
+    _paths.validate_path(node)  # the code points ZooKeeper refuses
+    return member_id
+
+
+class _Observer:
+    """One :meth:`GroupMember.changes` iterator: told to read again, and woken."""
+
+    __slots__ = ("interrupted", "reread", "scope")
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self.reread = False
+        self.scope: anyio.CancelScope | None = None
+
+    def wake(self) -> None:
+        self.reread = True
+        if self.scope is not None:
+            self.scope.cancel()
+
+    def on_state(self, state: ConnectionState) -> None:
+        # The server does not replay what a persistent watch missed while the
+        # client was away: read the group again after every reconnection.
+        if state in (ConnectionState.SUSPENDED, ConnectionState.LOST):
+            self.interrupted = True
+        elif state.is_connected and self.interrupted:
+            self.interrupted = False
+            self.wake()
+
+
+class GroupMember:
+    """Membership of one group: our own node in it, and a view of everyone's.
+
+    ``async with GroupMember(client, "/services/api", "host-1", b"10.0.0.1:80"):``
+    keeps the ephemeral node ``/services/api/host-1`` holding that data until
+    the block ends. :meth:`members` reads the whole group, :meth:`changes`
+    follows it.
+
+    While a member is running, its node is re-created (in a background task of
+    the client) whenever it goes: after the session expired, or when another
+    client deleted it. ``is_member`` says whether the node is believed to
+    exist (it stays True while the connection is down but the session may
+    live on). The node is never taken from another live session: if the id is
+    held by one, :meth:`start` raises :class:`MemberIdInUseError`; if another
+    session takes the id while ours is being re-created, the member stops
+    (``is_member`` stays False), logs a warning, and :meth:`wait_member` and
+    :meth:`changes` raise that error. Leaving (:meth:`close`) deletes the node.
+    """
+
+    def __init__(self, client: Client, path: str, member_id: str, data: bytes = b"") -> None:
+        recipe_path(path, "group")
+        self._client = client
+        self._group = path
+        self._id = _member_id(path, member_id)
+        self._node = f"{path}/{member_id}"
+        self._data = self._checked(data)
+        self._phase = _Phase.NEW
+        self._session = 0
+        """The session that owns our node, once created."""
+        self._is_member = False
+        self._failure: BaseException | None = None
+        self._keeper: asyncio.Task[Any] | None = None
+        self._writing = asyncio.Lock()
+        """Serialises our writes to the node (create, adopt, update)."""
+        self._signal = asyncio.Event()
+        """Set (and replaced) whenever ``is_member``, the failure or the phase changes."""
+        self._observers: set[_Observer] = set()
+
+    def __repr__(self) -> str:
+        state = "failed" if self._failure is not None else self._phase.value
+        return f"<GroupMember {self._node!r} {state} member={self._is_member}>"
+
+    # --- local state ----------------------------------------------------------------
+
+    @property
+    def member_id(self) -> str:
+        """Our id in the group: the name of our node."""
+        return self._id
+
+    @property
+    def path(self) -> str:
+        """Our node: ``<group path>/<member id>``."""
+        return self._node
+
+    @property
+    def group_path(self) -> str:
+        """The group's path, whose children are the members."""
+        return self._group
+
+    @property
+    def data(self) -> bytes:
+        """The data we publish in our node (as last given; :meth:`update` changes it)."""
+        return self._data
+
+    @property
+    def is_member(self) -> bool:
+        """Whether our node is believed to exist: created, and not known to be gone.
+
+        False before :meth:`start`, after :meth:`close`, from when the session
+        is reported lost or the node deleted until it is made again, and for
+        good once another session took our id.
+        """
+        return self._is_member
+
+    def _checked(self, data: object) -> bytes:
+        if isinstance(data, bytes):
+            value = data
+        elif isinstance(data, bytearray | memoryview):
+            value = bytes(data)
+        else:
+            raise TypeError(f"member data must be bytes, not {type(data).__name__}")
+        limit = self._client.max_data_size
+        if len(value) > limit:
+            raise DataTooLargeError(self._node, len(value), limit)
+        return value
+
+    def _changed(self) -> None:
+        signal, self._signal = self._signal, asyncio.Event()
+        signal.set()
+        for observer in list(self._observers):
+            observer.wake()
+
+    def _set_member(self, value: bool) -> None:
+        if self._is_member != value:
+            self._is_member = value
+            self._changed()
+
+    # --- joining and leaving --------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Join: create our node (or adopt it, if our own session already has it).
+
+        Raises :class:`MemberIdInUseError`, having created nothing, if another
+        session holds the id (its node is left alone), or another running
+        member on this client does. On any error or cancellation a node we
+        made is deleted, and ``start()`` may be tried again later.
+        RuntimeError if already started or closed.
+        """
+        if self._phase is not _Phase.NEW:
+            raise RuntimeError(f"group member {self._node!r} is {self._phase.value}")
+        client = self._client
+        local = client.recipe_state(_LOCAL_MEMBERS, set[str])
+        if self._node in local:
+            # Our session owns that node, so it would pass for ours: refuse it here.
+            raise MemberIdInUseError(self._node)
+        local.add(self._node)
+        self._phase = _Phase.STARTING
+        self._failure = None
+        client.add_listener(self._on_state)
+        try:
+            await self._join()
+            if self._phase is not _Phase.STARTING:
+                raise RuntimeError(f"group member {self._node!r} was closed while starting")
+        except BaseException as error:
+            client.remove_listener(self._on_state)
+            local.discard(self._node)
+            if self._phase is _Phase.STARTING:
+                self._phase = _Phase.NEW
+            self._set_member(False)
+            if not isinstance(error, MemberIdInUseError):
+                await self._delete_own()
+            raise
+        self._phase = _Phase.RUNNING
+        self._keeper = client.start_background(
+            self._keep(), name=f"aiocoord-group-member {self._node}", on_error=self._fail
+        )
+
+    async def close(self) -> None:
+        """Leave: stop keeping our node, then delete it (shielded, time-bounded).
+
+        Iterators from :meth:`changes` end. A closed member cannot start again.
+        """
+        phase = self._phase
+        if phase is _Phase.CLOSED:
+            return
+        self._phase = _Phase.CLOSED
+        if phase is not _Phase.RUNNING:
+            self._changed()  # a start under way sees it and undoes itself
+            return
+        client = self._client
+        client.remove_listener(self._on_state)
+        keeper, self._keeper = self._keeper, None
+        try:
+            await self._leave(keeper)
+        except asyncio.CancelledError:
+            # The caller gave up waiting, but the node must still go: finish
+            # (it is idempotent) where that cancellation no longer reaches.
+            with cleanup_scope(client):
+                await self._leave(keeper)
+            raise
+        finally:
+            client.recipe_state(_LOCAL_MEMBERS, set[str]).discard(self._node)
+            self._is_member = False
+            self._changed()
+
+    async def _leave(self, keeper: asyncio.Task[Any] | None) -> None:
+        if keeper is not None:
+            keeper.cancel()
+            await asyncio.wait([keeper])  # unlike awaiting it, never swallows our own cancellation
+        await self._delete_own()
+
+    async def __aenter__(self) -> GroupMember:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def _on_state(self, state: ConnectionState) -> None:
+        if state is ConnectionState.LOST:
+            self._set_member(False)  # the node went with the session
+
+    async def _join(self) -> None:
+        """Create our node or adopt it; MemberIdInUseError if another session has it."""
+        while True:
+            try:
+                async with self._writing:
+                    stat = await retry_on_connection_loss(self._client, self._create_or_adopt)
+            except SessionExpiredError:
+                continue  # nothing was made in the new session: try there
+            if stat is not None:
+                self._session = stat.ephemeral_owner
+                self._set_member(True)
+                return
+
+    async def _create_or_adopt(self) -> Stat | None:
+        """One attempt: our node's Stat, made or adopted in the current session; None
+        to look again (the session changed, or a node vanished, mid-way)."""
+        client = self._client
+        session = client.session_id
+        try:
+            _path, stat = await client.create_with_stat(
+                self._node, self._data, ephemeral=True, container_parents=True
+            )
+        except NoNodeError:
+            return None  # the group's container was swept away between its create and ours
+        except NodeExistsError:
+            found = await client.exists(self._node)
+            # Only a reply from a session that did not change under it tells who owns it.
+            if found is None or client.session_id != session:
+                return None
+            if found.ephemeral_owner != session:
+                raise MemberIdInUseError(self._node) from None
+            # Ours already: a create whose reply was lost made it. Publish our data.
+            try:
+                stat = await client.set(self._node, self._data, version=found.version)
+            except (BadVersionError, NoNodeError):
+                return None
+        if client.session_id != stat.ephemeral_owner:
+            return None  # made in a session that has ended since: it is gone
+        return stat
+
+    async def _delete_own(self) -> None:
+        """Delete our node if our current session owns it; never another session's."""
+        client = self._client
+        node = self._node
+        with cleanup_scope(client):
+            while True:
+                session = client.session_id
+                stat = await retry_on_connection_loss(client, lambda: client.exists(node))
+                if client.session_id != session:
+                    continue
+                if stat is None or stat.ephemeral_owner != session:
+                    return
+                try:
+                    await retry_on_connection_loss(
+                        client, functools.partial(client.delete, node, version=stat.version)
+                    )
+                    return
+                except NoNodeError:
+                    return
+                except BadVersionError:
+                    continue  # data set meanwhile: look again
+
+    # --- keeping our node -----------------------------------------------------------------
+
+    async def _keep(self) -> None:
+        """Watch our node; make it again whenever it goes; until closed or the id is taken."""
+        try:
+            while True:
+                await self._wait_gone()
+                self._set_member(False)
+                if self._phase is not _Phase.RUNNING:
+                    return
+                log.info("group member %r: our node is gone; creating it again", self._node)
+                await self._rejoin()
+        except ClientClosedError:
+            self._set_member(False)
+        except MemberIdInUseError as error:
+            self._fail(error)
+
+    def _check_failure(self) -> None:
+        failure = self._failure
+        if isinstance(failure, MemberIdInUseError):
+            raise MemberIdInUseError(self._node)  # a fresh one each time: no growing traceback
+        if failure is not None:
+            raise failure
+
+    def _fail(self, error: BaseException) -> None:
+        log.warning(
+            "group member %r: no longer a member (%s); it stays out until closed",
+            self._node,
+            error,
+        )
+        self._failure = error
+        self._is_member = False
+        self._changed()
+
+    async def _wait_gone(self) -> None:
+        """Return once our node is gone: deleted, or taken away with our session."""
+        client = self._client
+        node = self._node
+        while True:
+            session = self._session
+            try:
+                stat, watch = await retry_on_connection_loss(
+                    client, functools.partial(client.watch_exists, node)
+                )
+            except SessionExpiredError:
+                return
+            except SessionError:
+                # Unreachable for a whole request timeout: our node may well
+                # live on in the session. Wait for the connection, look again.
+                await client.wait_connected()
+                continue
+            try:
+                if client.session_id != session:
+                    return  # a new session: ours, and our node with it, ended
+                if stat is None or stat.ephemeral_owner != session:
+                    return
+                try:
+                    event = await watch
+                except SessionExpiredError:
+                    return
+                if event.type is EventType.DELETED:
+                    return
+                # Its data changed (an update): keep watching.
+            finally:
+                watch.cancel()
+
+    async def _rejoin(self) -> None:
+        """Make our node again, through outages; MemberIdInUseError if the id was taken."""
+        failures = 0
+        while True:
+            try:
+                await self._join()
+                log.info("group member %r: our node is back", self._node)
+                return
+            except (MemberIdInUseError, ClientClosedError):
+                raise
+            except SessionError:
+                await self._client.wait_connected()
+            except CoordinationError as error:
+                failures += 1
+                log.warning(
+                    "group member %r: creating our node failed (%r); trying again",
+                    self._node,
+                    error,
+                )
+                await anyio.sleep(min(0.05 * 2**failures, _MAX_PAUSE))
+
+    # --- our data -------------------------------------------------------------------------
+
+    async def update(self, data: bytes) -> None:
+        """Publish ``data`` in our node from now on (also when it is made again).
+
+        Before :meth:`start` it only sets what ``start()`` will publish.
+        While our node is gone (being re-created) the new data goes with the
+        re-creation. MemberIdInUseError if another session took our id;
+        RuntimeError once closed; NoConnectionError if ZooKeeper could not be
+        reached in time (the data is kept, but only a re-creation or another
+        call publishes it then).
+        """
+        value = self._checked(data)
+        if self._phase is _Phase.CLOSED:
+            raise RuntimeError(f"group member {self._node!r} is closed")
+        self._data = value
+        self._check_failure()
+        if self._phase is _Phase.NEW:
+            return
+        # If our node went with the session, the keeper makes it again, with this data.
+        async with self._writing:
+            with contextlib.suppress(SessionExpiredError):
+                await self._write_data()
+
+    async def _write_data(self) -> None:
+        client = self._client
+        while True:
+            session = client.session_id
+            stat = await retry_on_connection_loss(client, lambda: client.exists(self._node))
+            if client.session_id != session:
+                continue
+            if stat is None or stat.ephemeral_owner != session:
+                return  # gone: the keeper makes it again, with this data
+            try:
+                await retry_on_connection_loss(
+                    client,
+                    functools.partial(client.set, self._node, self._data, version=stat.version),
+                )
+                return
+            except NoNodeError:
+                return
+            except BadVersionError:
+                continue  # set by someone else meanwhile: look again
+
+    async def wait_member(self) -> None:
+        """Wait until our node is believed to exist (at once if it is).
+
+        For after an outage: returns once the node is back. Raises
+        MemberIdInUseError if another session took our id (we will not be a
+        member again), RuntimeError if the member is not started or is closed.
+        """
+        while True:
+            self._check_failure()
+            if self._phase in (_Phase.NEW, _Phase.CLOSED):
+                raise RuntimeError(f"group member {self._node!r} is {self._phase.value}")
+            if self._is_member:
+                return
+            await self._signal.wait()
+
+    # --- the group ------------------------------------------------------------------------
+
+    async def members(self) -> dict[str, bytes]:
+        """Every member id in the group and its data, sorted by id.
+
+        One listing of the group, then every member's data read in one round
+        trip: a member that left between the two is simply absent. Not a
+        snapshot of one instant, but each entry is what the server held when
+        it was read. Empty if the group does not exist. Connection loss and
+        session expiry are retried under the client's policy.
+        """
+        client = self._client
+        group = self._group
+
+        async def read() -> dict[str, bytes]:
+            try:
+                names = await client.children(group)
+            except NoNodeError:
+                return {}
+            names.sort()
+            pipeline = client.pipeline()
+            for name in names:
+                pipeline.get(_paths.join(group, name))
+            found: dict[str, bytes] = {}
+            for name, result in zip(names, await pipeline.execute(), strict=True):
+                if isinstance(result, NoNodeError):
+                    continue  # left since the listing
+                if isinstance(result, Exception):
+                    raise result
+                found[name] = result[0]
+            return found
+
+        return await call_with_retry(client.retry_policy, read)
+
+    def changes(self) -> AsyncGenerator[dict[str, bytes], None]:
+        """The group now, and again after every change, as :meth:`members` reads it.
+
+        ``async for members in member.changes():`` yields a fresh snapshot
+        first, then one each time a member joins, leaves or updates its data,
+        and after every reconnection and new session (the group is read
+        again, so nothing changed during an outage is missed). A burst of
+        changes is read once, and a snapshot equal to the last one yielded is
+        skipped: intermediate states may be missed, never the latest one.
+
+        One persistent recursive watch on the group path serves an iterator,
+        removed when it ends (``break`` or ``aclose()``; prefer
+        ``async with contextlib.aclosing(member.changes()) as changes:`` to
+        remove it at once). Works before :meth:`start`; ends once the member
+        is closed or the client closes; raises MemberIdInUseError when another
+        session takes our id. Outages are ridden out, however long.
+        """
+        return self._changes()
+
+    async def _changes(self) -> AsyncGenerator[dict[str, bytes], None]:
+        client = self._client
+        observer = _Observer()
+        self._observers.add(observer)
+        client.add_listener(observer.on_state)
+        watch: PersistentWatch | None = None
+        last: dict[str, bytes] | None = None
+        try:
+            while True:
+                self._check_failure()
+                if self._phase is _Phase.CLOSED:
+                    return
+                try:
+                    if watch is None:
+                        # Watch first, read second: a change after the read is seen.
+                        watch = await retry_on_connection_loss(
+                            client, lambda: client.add_watch(self._group, recursive=True)
+                        )
+                    observer.reread = False
+                    snapshot = await self.members()
+                    if last is None or snapshot != last:
+                        last = snapshot
+                        yield dict(snapshot)
+                    if not await self._next_change(watch, observer):
+                        return  # the client closed
+                except ClientClosedError:
+                    return
+                except SessionExpiredError:
+                    # The session took the watch with it (and maybe some events):
+                    # add a new one, then read again.
+                    if watch is not None:
+                        await watch.aclose()
+                    watch = None
+                except SessionError:
+                    # Out of reach for a whole request timeout: wait on, however long.
+                    try:
+                        await client.wait_connected()
+                    except ClientClosedError:
+                        return
+        finally:
+            self._observers.discard(observer)
+            client.remove_listener(observer.on_state)
+            if watch is not None:
+                await watch.aclose()
+
+    async def _next_change(self, watch: PersistentWatch, observer: _Observer) -> bool:
+        """Wait until the group may have changed (or the observer is woken); False
+        once the watch has ended with the client."""
+        if not observer.reread:
+            with anyio.CancelScope() as scope:
+                observer.scope = scope
+                try:
+                    while not self._about_a_member(await watch.__anext__()):
+                        pass
+                except StopAsyncIteration:
+                    return False
+                finally:
+                    observer.scope = None
+        # Coalesce a burst: the read that follows covers every event queued so far.
+        while watch.pending:
+            await watch.__anext__()
+        return True
+
+    def _about_a_member(self, event: WatchEvent) -> bool:
+        """Whether ``event`` may change the group: on the group node or a member
+        node, not deeper (a recursive watch also sees those)."""
+        return event.path == self._group or _paths.parent(event.path) == self._group

@@ -1,0 +1,596 @@
+"""GroupMember: Curator's group membership, its view of the group, and its faults."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from _curator import finish, read_line, send_line, start_curator
+
+import aiocoord
+from aiocoord import (
+    ConnectionState,
+    DataTooLargeError,
+    EventType,
+    GroupMember,
+    InvalidPathError,
+    MemberIdInUseError,
+)
+from aiocoord.testing import TcpProxy, ZooKeeperTarget, drop_connection, expire_session
+
+pytestmark = pytest.mark.timeout(60)
+
+WAIT = 10.0
+"""Bound on every wait for the group to reach a state (generous: the server is local)."""
+
+Members = dict[str, bytes]
+
+
+async def reaches(changes: AsyncGenerator[Members, None], wanted: Members) -> list[Members]:
+    """Read ``changes`` until it yields ``wanted``; every snapshot read, in order."""
+    seen: list[Members] = []
+    async with asyncio.timeout(WAIT):
+        async for members in changes:
+            seen.append(members)
+            if members == wanted:
+                return seen
+    raise AssertionError(f"changes() ended before {wanted}; saw {seen}")
+
+
+@pytest_asyncio.fixture
+async def server_address(zookeeper: ZooKeeperTarget) -> tuple[str, int]:
+    host, port = zookeeper.connect_string.split(",")[0].rsplit(":", 1)
+    return host, int(port)
+
+
+@pytest_asyncio.fixture
+async def proxy(server_address: tuple[str, int]) -> AsyncIterator[TcpProxy]:
+    async with TcpProxy(*server_address) as proxy:
+        yield proxy
+
+
+@pytest.fixture
+def through(proxy: TcpProxy, zookeeper: ZooKeeperTarget) -> Callable[[], aiocoord.Client]:
+    """A client (not started: use ``async with``) whose network goes through ``proxy``."""
+    return lambda: aiocoord.connect(proxy.connect_string, namespace=zookeeper.namespace)
+
+
+# --- the group seen by its members ---------------------------------------------------------
+
+
+async def test_members_in_separate_clients_see_each_other_with_their_data(started) -> None:
+    a, b, c = await started(3)
+    async with (
+        GroupMember(a, "/group", "a", b"alpha") as ma,
+        GroupMember(b, "/group", "b", b"beta") as mb,
+        GroupMember(c, "/group", "c") as mc,
+    ):
+        everyone = {"a": b"alpha", "b": b"beta", "c": b""}
+        for member in (ma, mb, mc):
+            assert member.is_member
+            assert await member.members() == everyone
+        assert list(await ma.members()) == ["a", "b", "c"]  # sorted by id
+        assert (await a.get("/group/a"))[1].ephemeral_owner == a.session_id
+
+
+async def test_changes_follow_joins_updates_and_leaves_in_order(started) -> None:
+    a, b, watcher_client = await started(3)
+    watcher = GroupMember(watcher_client, "/group", "watcher")  # never joins: only looks
+    async with contextlib.aclosing(watcher.changes()) as changes:
+        assert await reaches(changes, {}) == [{}]  # the group does not exist yet
+        ma = GroupMember(a, "/group", "a", b"1")
+        await ma.start()
+        assert await reaches(changes, {"a": b"1"}) == [{"a": b"1"}]
+        async with GroupMember(b, "/group", "b", b"2"):
+            assert await reaches(changes, {"a": b"1", "b": b"2"}) == [{"a": b"1", "b": b"2"}]
+            await ma.update(b"1+")
+            assert ma.data == b"1+"
+            assert await reaches(changes, {"a": b"1+", "b": b"2"}) == [{"a": b"1+", "b": b"2"}]
+        assert await reaches(changes, {"a": b"1+"}) == [{"a": b"1+"}]
+        await ma.close()
+        assert await reaches(changes, {}) == [{}]
+    assert watcher_client.pending_watches == 0
+
+
+async def test_leaving_deletes_our_node_and_only_ours(started, children_of) -> None:
+    a, b = await started(2)
+    ma = GroupMember(a, "/group", "a")
+    mb = GroupMember(b, "/group", "b")
+    await ma.start()
+    await mb.start()
+    assert await children_of(b, "/group") == ["a", "b"]
+    await ma.close()
+    assert not ma.is_member
+    assert await children_of(b, "/group") == ["b"]
+    await ma.close()  # a second close does nothing
+    with pytest.raises(RuntimeError, match="closed"):
+        await ma.start()
+    await mb.close()
+    assert await children_of(b, "/group") == []
+    assert a.background_tasks == b.background_tasks == 0
+
+
+async def test_the_node_is_ephemeral_and_its_parents_are_containers(started) -> None:
+    (client,) = await started(1)
+    async with GroupMember(client, "/services/api", "host-1", b"10.0.0.1:80") as member:
+        assert member.path == "/services/api/host-1"
+        assert member.group_path == "/services/api"
+        data, stat = await client.get("/services/api/host-1")
+        assert data == b"10.0.0.1:80"
+        assert stat.ephemeral_owner == client.session_id
+        parent, watch = await client.watch_exists("/services/api")
+        assert parent is not None
+    try:
+        # Containers, as Curator's creatingParentContainersIfNeeded makes them: the
+        # server sweeps the group away once its last member has left.
+        async with asyncio.timeout(WAIT):
+            while (await watch).type is not EventType.DELETED:
+                _stat, watch = await client.watch_exists("/services/api")
+    finally:
+        watch.cancel()
+
+
+async def test_update_before_start_is_what_start_publishes(started) -> None:
+    (client,) = await started(1)
+    member = GroupMember(client, "/group", "a", b"first")
+    await member.update(b"second")
+    async with member:
+        assert await member.members() == {"a": b"second"}
+
+
+async def test_start_adopts_a_node_our_own_session_already_holds(started, children_of) -> None:
+    """As after a create whose reply was lost: the node is ours, so it is taken over."""
+    (client,) = await started(1)
+    await client.create("/group/a", b"stale", ephemeral=True, make_parents=True)
+    async with GroupMember(client, "/group", "a", b"fresh") as member:
+        assert member.is_member
+        assert (await client.get("/group/a"))[0] == b"fresh"
+    assert await children_of(client, "/group") == []
+
+
+async def test_an_id_held_by_another_session_is_refused_leaving_nothing_behind(
+    started, children_of
+) -> None:
+    a, b = await started(2)
+    async with GroupMember(a, "/group", "same", b"a's") as holder:
+        intruder = GroupMember(b, "/group", "same", b"b's")
+        with pytest.raises(MemberIdInUseError, match="/group/same"):
+            await intruder.start()
+        assert not intruder.is_member
+        assert b.pending_watches == 0 and b.background_tasks == 0
+        data, stat = await a.get("/group/same")
+        assert (data, stat.ephemeral_owner) == (b"a's", a.session_id)
+        assert await children_of(a, "/group") == ["same"]
+        assert holder.is_member
+    # Once the id is free, the refused member may start after all.
+    async with intruder:
+        assert await intruder.members() == {"same": b"b's"}
+
+
+async def test_two_members_with_one_id_on_one_client_are_refused_too(started) -> None:
+    """Our session owns the first one's node, so it would pass for ours: refused here."""
+    (client,) = await started(1)
+    async with GroupMember(client, "/group", "a", b"first") as first:
+        second = GroupMember(client, "/group", "a", b"second")
+        with pytest.raises(MemberIdInUseError):
+            await second.start()
+        await second.close()  # never started: deletes nothing
+        assert first.is_member
+        assert (await client.get("/group/a"))[0] == b"first"
+    async with GroupMember(client, "/group", "a", b"third") as third:  # free again
+        assert await third.members() == {"a": b"third"}
+
+
+async def test_a_persistent_node_at_our_id_is_not_taken_over(started, children_of) -> None:
+    (client,) = await started(1)
+    await client.create("/group/a", b"config", make_parents=True)
+    with pytest.raises(MemberIdInUseError):
+        await GroupMember(client, "/group", "a").start()
+    assert (await client.get("/group/a"))[0] == b"config"
+
+
+# --- faults ------------------------------------------------------------------------------------
+
+
+async def test_our_node_deleted_by_another_client_is_created_again_with_our_data(
+    started,
+) -> None:
+    a, b = await started(2)
+    async with GroupMember(a, "/group", "a", b"v1") as member:
+        await member.update(b"v2")
+        _data, before = await b.get("/group/a")
+        recreated = b.data_changes("/group/a")
+        try:
+            await b.delete("/group/a")
+            async with asyncio.timeout(WAIT):
+                async for current in recreated:
+                    if current is not None and current[1].czxid != before.czxid:
+                        break
+        finally:
+            await recreated.aclose()
+        data, stat = current
+        assert data == b"v2"  # the data given last, not the data given first
+        assert stat.ephemeral_owner == a.session_id
+        async with asyncio.timeout(WAIT):
+            await member.wait_member()
+        assert member.is_member
+
+
+async def test_membership_rides_out_a_dropped_connection(started, state_log) -> None:
+    a, b = await started(2)
+    log = state_log(a)
+    async with GroupMember(a, "/group", "a", b"x") as member:
+        before = await b.exists("/group/a")
+        drop_connection(a)
+        async with asyncio.timeout(WAIT):
+            await log.wait_for(ConnectionState.RECONNECTED)
+        assert member.is_member
+        assert await b.exists("/group/a") == before  # the same node: the session lived on
+        assert await member.members() == {"a": b"x"}
+
+
+async def test_an_observer_cut_off_while_the_group_changed_reads_it_again_on_reconnecting(
+    started, through, proxy: TcpProxy, state_log
+) -> None:
+    """The server does not replay what a persistent watch missed while the client
+    was away: the observer must read again after RECONNECTED."""
+    (b,) = await started(1)
+    observer_client = through()
+    async with observer_client, GroupMember(b, "/group", "b", b"1") as mb:
+        log = state_log(observer_client)
+        observer = GroupMember(observer_client, "/group", "observer")
+        async with contextlib.aclosing(observer.changes()) as changes:
+            await reaches(changes, {"b": b"1"})
+            proxy.refuse(True)
+            proxy.cut()
+            async with asyncio.timeout(WAIT):
+                await log.wait_for(ConnectionState.SUSPENDED)
+            await mb.update(b"2")  # while the observer cannot hear of it
+            async with GroupMember(b, "/group", "c", b"3"):
+                proxy.refuse(False)
+                async with asyncio.timeout(WAIT):
+                    await log.wait_for(ConnectionState.RECONNECTED)
+                await reaches(changes, {"b": b"2", "c": b"3"})
+        assert observer_client.pending_watches == 0
+
+
+async def test_after_a_session_expiry_our_node_comes_back_and_observers_miss_nothing(
+    started, state_log
+) -> None:
+    a, b = await started(2)
+    log = state_log(a)
+    async with (
+        GroupMember(a, "/group", "a", b"x") as ma,
+        GroupMember(b, "/group", "b", b"y"),
+    ):
+        old_session = a.session_id
+        observer = GroupMember(b, "/group", "observer")
+        async with contextlib.aclosing(observer.changes()) as changes:
+            await reaches(changes, {"a": b"x", "b": b"y"})
+            await expire_session(a)
+            assert a.session_id != old_session
+            assert ConnectionState.LOST in log.states
+            await ma.update(b"x2")  # published with the node, whether it is back yet or not
+            async with asyncio.timeout(WAIT):
+                await ma.wait_member()
+            # Whatever was skipped in between, the view ends with both members.
+            await reaches(changes, {"a": b"x2", "b": b"y"})
+        stat = await b.exists("/group/a")
+        assert stat is not None and stat.ephemeral_owner == a.session_id
+        assert ma.is_member
+
+
+async def test_an_observer_whose_session_expired_misses_no_change(
+    started, through, proxy: TcpProxy, server_address: tuple[str, int]
+) -> None:
+    """The expired session took the persistent watch with it: the observer adds a
+    new one and reads again, so a change made meanwhile is seen, and its own
+    membership comes back."""
+    (b,) = await started(1)
+    a = through()
+    async with a, GroupMember(b, "/group", "b", b"1") as mb:
+        ma = GroupMember(a, "/group", "a", b"mine")
+        await ma.start()
+        async with contextlib.aclosing(ma.changes()) as changes:
+            await reaches(changes, {"a": b"mine", "b": b"1"})
+            proxy.hold()
+            await expire_session(a, address=server_address, wait=False)
+            await mb.update(b"2")  # the observer's session is gone: no event can reach it
+            proxy.release()
+            await reaches(changes, {"a": b"mine", "b": b"2"})
+        async with asyncio.timeout(WAIT):
+            await ma.wait_member()
+        await ma.close()
+        assert a.pending_watches == 0 and a.background_tasks == 0
+
+
+async def test_an_id_taken_while_we_were_away_is_reported_and_never_stolen_back(
+    started, through, proxy: TcpProxy, server_address: tuple[str, int], state_log
+) -> None:
+    (b,) = await started(1)
+    a = through()
+    async with a:
+        log = state_log(a)
+        ma = GroupMember(a, "/group", "same", b"a's")
+        await ma.start()
+        changes = ma.changes()
+        assert await anext(changes) == {"same": b"a's"}
+        proxy.hold()
+        await expire_session(a, address=server_address, wait=False)  # its node goes now
+        async with GroupMember(b, "/group", "same", b"b's") as mb:
+            proxy.release()
+            async with asyncio.timeout(WAIT):
+                await log.wait_for(ConnectionState.LOST)
+                assert not ma.is_member  # known gone with the session
+                with pytest.raises(MemberIdInUseError, match="/group/same"):
+                    await ma.wait_member()
+            assert not ma.is_member
+            with pytest.raises(MemberIdInUseError):
+                async with asyncio.timeout(WAIT):
+                    async for _members in changes:
+                        pass
+            with pytest.raises(MemberIdInUseError):
+                await ma.update(b"again")
+            assert "failed" in repr(ma)
+            await ma.close()  # leaves the other session's node alone
+            data, stat = await b.get("/group/same")
+            assert (data, stat.ephemeral_owner) == (b"b's", b.session_id)
+            assert mb.is_member
+        assert a.pending_watches == 0 and a.background_tasks == 0
+
+
+async def test_a_start_cancelled_with_its_create_in_flight_leaves_no_node(
+    started, through, proxy: TcpProxy, children_of, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (b,) = await started(1)
+    a = through()
+    async with a:
+        await a.ensure_path("/group")
+        sent = asyncio.Event()
+        original = a.create_with_stat
+
+        async def create_with_stat(*args: Any, **kwargs: Any) -> Any:
+            proxy.hold()  # the create is written, and stays in the proxy
+            sent.set()
+            return await original(*args, **kwargs)
+
+        monkeypatch.setattr(a, "create_with_stat", create_with_stat)
+        member = GroupMember(a, "/group", "a")
+        starting = asyncio.create_task(member.start())
+        await sent.wait()  # the create went out (into the held proxy) right after
+        starting.cancel()
+        proxy.release()  # the create applies; the cleanup, sent after it, deletes it
+        with pytest.raises(asyncio.CancelledError):
+            await starting
+        assert not member.is_member
+        assert await children_of(b, "/group") == []
+        assert a.pending_watches == 0 and a.background_tasks == 0
+
+
+async def test_a_close_cancelled_with_its_delete_in_flight_still_deletes_our_node(
+    started, through, proxy: TcpProxy, children_of, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (b,) = await started(1)
+    a = through()
+    async with a:
+        member = GroupMember(a, "/group", "a")
+        await member.start()
+        await b.ensure_path("/group")  # the group outlives our node: nothing to sweep
+        asked = asyncio.Event()
+        original = a.exists
+
+        async def exists(path: str) -> Any:
+            if not asked.is_set():
+                proxy.hold()  # the request is written, and stays in the proxy
+                asked.set()
+            return await original(path)
+
+        monkeypatch.setattr(a, "exists", exists)
+        closing = asyncio.create_task(member.close())
+        await asked.wait()
+        closing.cancel()
+        proxy.release()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+        assert await children_of(b, "/group") == []
+        assert not member.is_member
+        assert a.pending_watches == 0 and a.background_tasks == 0
+
+
+async def test_membership_comes_back_after_a_server_restart(private_zookeeper, state_log) -> None:
+    async with (
+        aiocoord.connect(private_zookeeper.connect_string) as a,
+        aiocoord.connect(private_zookeeper.connect_string) as b,
+    ):
+        log = state_log(a)
+        async with GroupMember(a, "/group", "a", b"x") as ma, GroupMember(b, "/group", "b"):
+            observer = GroupMember(b, "/group", "observer")
+            async with contextlib.aclosing(observer.changes()) as changes:
+                await reaches(changes, {"a": b"x", "b": b""})
+                await private_zookeeper.stop()
+                await log.wait_for(ConnectionState.SUSPENDED)
+                assert ma.is_member  # believed to exist: the session may live on
+                await private_zookeeper.start()
+                async with asyncio.timeout(WAIT):
+                    await log.wait_for(ConnectionState.RECONNECTED)
+                await ma.update(b"after")
+                await reaches(changes, {"a": b"after", "b": b""})
+            assert ma.is_member
+        assert a.pending_watches == b.pending_watches == 0
+
+
+# --- changes() and its watch ------------------------------------------------------------------
+
+
+async def test_changes_coalesces_a_burst_and_skips_unchanged_snapshots(started) -> None:
+    a, b = await started(2)
+    async with (
+        GroupMember(a, "/group", "a", b"0") as member,
+        contextlib.aclosing(member.changes()) as changes,
+    ):
+        assert await anext(changes) == {"a": b"0"}
+        # ZooKeeper delivers a watch event before the reply to the write that
+        # caused it: once these return, their 20 events wait in the watch.
+        for i in range(1, 21):
+            await member.update(b"%d" % i)
+        assert await anext(changes) == {"a": b"20"}  # the burst ends in one view, not 20
+        await b.set("/group/a", b"20")  # an event, but the same group: not yielded
+        await b.create("/group/zz", b"")
+        assert await anext(changes) == {"a": b"20", "zz": b""}
+        await b.delete("/group/zz")
+
+
+async def test_closing_changes_removes_its_watch(started) -> None:
+    (client,) = await started(1)
+    async with GroupMember(client, "/group", "a") as member:
+        changes = member.changes()
+        assert await anext(changes) == {"a": b""}
+        # The keeper's watch on our node, set before (its reply came first), stays.
+        watches = client.pending_watches - 1
+        await changes.aclose()
+        assert client.pending_watches == watches
+        async for _members in member.changes():
+            break  # the generator is closed once dropped
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert client.pending_watches == watches
+
+
+async def test_closing_the_member_ends_its_changes(started) -> None:
+    (client,) = await started(1)
+    member = GroupMember(client, "/group", "a")
+    await member.start()
+    seen: list[Members] = []
+    first = asyncio.Event()
+
+    async def follow() -> None:
+        async for members in member.changes():
+            seen.append(members)
+            first.set()
+
+    following = asyncio.create_task(follow())
+    async with asyncio.timeout(WAIT):
+        await first.wait()
+        await member.close()
+        await following
+    assert seen[0] == {"a": b""}
+    assert client.pending_watches == 0
+
+
+async def test_wait_member_needs_a_running_member(started) -> None:
+    (client,) = await started(1)
+    member = GroupMember(client, "/group", "a")
+    with pytest.raises(RuntimeError, match="new"):
+        await member.wait_member()
+    async with member:
+        await member.wait_member()
+    with pytest.raises(RuntimeError, match="closed"):
+        await member.wait_member()
+    with pytest.raises(RuntimeError, match="closed"):
+        await member.update(b"x")
+
+
+# --- input ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def idle_client() -> aiocoord.Client:
+    """Never started: bad input must be refused before anything is sent."""
+    return aiocoord.connect("127.0.0.1:1")
+
+
+@pytest.mark.parametrize("path", ["", "group", "/group/", "/", "/a//b", "/a/./b", "/a\x00"])
+def test_a_bad_group_path_is_refused(idle_client: aiocoord.Client, path: str) -> None:
+    with pytest.raises((InvalidPathError, ValueError)):
+        GroupMember(idle_client, path, "a")
+
+
+@pytest.mark.parametrize("member_id", ["", "a/b", "/a", "a/", ".", "..", "a\x00b", "\ud800"])
+def test_a_bad_member_id_is_refused(idle_client: aiocoord.Client, member_id: str) -> None:
+    with pytest.raises(InvalidPathError, match="/group/"):
+        GroupMember(idle_client, "/group", member_id)
+
+
+@pytest.mark.parametrize("member_id", [None, 7, b"a"])
+def test_a_member_id_must_be_a_str(idle_client: aiocoord.Client, member_id: Any) -> None:
+    with pytest.raises(TypeError, match="member_id must be str"):
+        GroupMember(idle_client, "/group", member_id)
+
+
+def test_a_path_must_be_a_str(idle_client: aiocoord.Client) -> None:
+    with pytest.raises(TypeError):
+        GroupMember(idle_client, 5, "a")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("data", ["text", 7, None])
+async def test_member_data_must_be_bytes(idle_client: aiocoord.Client, data: Any) -> None:
+    with pytest.raises(TypeError, match="must be bytes"):
+        GroupMember(idle_client, "/group", "a", data)
+    member = GroupMember(idle_client, "/group", "a", bytearray(b"ok"))
+    assert member.data == b"ok"
+    with pytest.raises(TypeError, match="must be bytes"):
+        await member.update(data)
+
+
+async def test_oversized_member_data_is_refused_before_sending(
+    idle_client: aiocoord.Client,
+) -> None:
+    too_big = b"x" * (idle_client.max_data_size + 1)
+    with pytest.raises(DataTooLargeError, match="/group/a"):
+        GroupMember(idle_client, "/group", "a", too_big)
+    member = GroupMember(idle_client, "/group", "a", b"x" * idle_client.max_data_size)
+    with pytest.raises(DataTooLargeError):
+        await member.update(too_big)
+    assert member.data == b"x" * idle_client.max_data_size  # unchanged
+    assert "GroupMember" in repr(member) and "'/group/a'" in repr(member)
+    assert member.member_id == "a" and not member.is_member
+
+
+# --- Curator ----------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+async def test_curator_and_aiocoord_members_share_one_group(
+    curator_classpath: str, zookeeper: ZooKeeperTarget, started
+) -> None:
+    a, b = await started(2)
+    java = await start_curator(
+        curator_classpath,
+        "CuratorGroup",
+        zookeeper.connect_string,
+        f"{zookeeper.namespace}/group",
+        "4",
+        "java-1=j1:9000",
+        "java-2=j2:9000",
+    )
+    try:
+        everyone = {
+            "java-1": b"j1:9000",
+            "java-2": b"j2:9000",
+            "py-1": b"p1:8000",
+            "py-2": b"p2:8000",
+        }
+        async with (
+            GroupMember(a, "/group", "py-1", b"p1:8000") as m1,
+            GroupMember(b, "/group", "py-2", b"p2:8000") as m2,
+        ):
+            line = await read_line(java)
+            assert line == "MEMBERS " + " ".join(f"{k}={v.decode()}" for k, v in everyone.items())
+            async with contextlib.aclosing(m1.changes()) as changes:
+                await reaches(changes, everyone)
+            assert await m2.members() == everyone
+            await send_line(java, "close")
+            assert (await finish(java)).split() == ["DONE"]
+            assert await m2.members() == {"py-1": b"p1:8000", "py-2": b"p2:8000"}
+    finally:
+        await finish_quietly(java)
+
+
+async def finish_quietly(java: asyncio.subprocess.Process) -> None:
+    if java.returncode is None:
+        java.kill()
+        await java.wait()
