@@ -602,14 +602,22 @@ class _Leadership:
             # Leave the scope before any await: a loss keeps cancelling inside it.
             hold.remove_scope(scope)
             suppress = bool(scope.__exit__(exc_type, exc, tb))
-            cancelled = await _stop(self._watcher)
-            self._watcher = None
+            # Judge the term before our own delete can look like a loss; the
+            # watcher is told to stop first and reaped after the delete, which
+            # goes out without waiting for it (the next leader waits on that).
+            lost, reason = hold.lost, hold.reason
             election._monitor.discard(hold)
-            await contender.release()  # finishes the delete even if cancelled meanwhile
+            watcher, self._watcher = self._watcher, None
+            if watcher is not None:
+                watcher.cancel()
+            try:
+                await contender.release()  # finishes the delete even if cancelled meanwhile
+            finally:
+                cancelled = await _stop(watcher)
             if cancelled is not None:
                 raise cancelled
-            if hold.lost and (exc_type is None or suppress):
-                raise LeadershipLostError(election.path, hold.reason)
+            if lost and (exc_type is None or suppress):
+                raise LeadershipLostError(election.path, reason)
             assert not suppress, "a term's scope is cancelled only by a loss"
         finally:
             election._busy = False
@@ -678,8 +686,11 @@ class LeaderElection:
             (LOCK_NAME,),
             self._rule,
             self._data,
-            # Decide to lead only on a listing that shows our own node.
-            last_blocker_shortcut=False,
+            # As the Mutex: once the last node ahead is gone we lead, without
+            # listing the queue again (a hand-over is one notification, where
+            # Curator's selector lists again). Our own node being deleted by
+            # someone else meanwhile is the one case this misses: the term's
+            # node watch reports it within a round trip and cancels the term.
         )
 
     def leadership(
