@@ -446,15 +446,30 @@ class DoubleBarrier:
             if scope.cancelled_caught:
                 return False
             assert watch is not None
+            first_look = True
             while True:
                 # Every wake (a new participant, a reconnection, ready) leads
                 # here: only a fresh listing decides.
                 self._check(names, me)
                 decision = enter_decision(names, self.members)
                 if decision.create_ready:
-                    await self._create_ready()
+                    # Curator's participants wait for `ready` alone. Whoever
+                    # filled the barrier (it sees it full at its first look)
+                    # creates it before passing, as Curator does. A listing
+                    # behind a lagging server can hide the filling from that
+                    # participant; then the woken waiters see the barrier full,
+                    # and the lowest of them creates `ready` without holding
+                    # itself up. Not every waiter: each create is a write the
+                    # server must log, and a herd of them slows the release.
+                    if first_look:
+                        await self._create_ready()
+                    elif me == min(n for n in names if n != READY_NODE):
+                        self._client.start_background(
+                            self._create_ready_quietly(), name=f"aiocoord-barrier-ready {self.path}"
+                        )
                 if decision.passed:
                     return True
+                first_look = False
                 with anyio.move_on_after(deadline.remaining()) as scope:
                     await watch
                     watch.cancel()
@@ -473,6 +488,14 @@ class DoubleBarrier:
                 await client.create(self._ready)
 
         await retry_on_connection_loss(client, create)
+
+    async def _create_ready_quietly(self) -> None:
+        """Create ``ready`` for Curator's waiters, in the background. If our session
+        ends first, it stays undone: Curator participants still waiting for
+        ``ready`` are then not told (the gap Curator itself has when the
+        participant that filled the barrier dies before creating it)."""
+        with contextlib.suppress(SessionExpiredError, ClientClosedError, ConnectionLossError):
+            await self._create_ready()
 
     async def _children(self) -> list[str]:
         client = self._client
