@@ -32,6 +32,8 @@ UNITS = {
     "counter": "increments/s",
     "pipelined": "sets/s",
     "latency": "round trips/s",
+    "election": "hand-overs/s",
+    "barrier": "rounds/s",
     "memory": "hand-offs/s",
 }
 NOISY_CORES = 0.25
@@ -45,16 +47,23 @@ def _label(run: Row) -> str:
     return f"{run['library']}/{run['variant']}" if run.get("variant") else str(run["library"])
 
 
+DEFAULT_SERVER = "default"
+"""The server configuration of runs recorded before there were several."""
+
+
 def summarize(runs: Iterable[Row]) -> list[Row]:
-    """One row per (scenario, library, variant, contenders): the numbers of the run
-    with the median rate (the lower middle one for an even count), its spread over
-    the runs, and a violation or error in place of numbers if any run had one."""
-    groups: dict[tuple[str, str, int], list[Row]] = {}
+    """One row per (server configuration, scenario, library, variant, contenders):
+    the numbers of the run with the median rate (the lower middle one for an even
+    count), its spread over the runs, and a violation or error in place of numbers
+    if any run had one."""
+    groups: dict[tuple[str, str, str, int], list[Row]] = {}
     for run in runs:
-        groups.setdefault((run["scenario"], _label(run), run["contenders"]), []).append(run)
+        key = (run.get("server", DEFAULT_SERVER), run["scenario"], _label(run), run["contenders"])
+        groups.setdefault(key, []).append(run)
     rows = []
-    for (scenario, label, contenders), group in groups.items():
+    for (server, scenario, label, contenders), group in groups.items():
         row: Row = {
+            "server": server,
             "scenario": scenario,
             "label": label,
             "library": group[0]["library"],
@@ -159,17 +168,31 @@ class _Index:
 # --- markdown ----------------------------------------------------------------------------------
 
 
+def servers(document: Row) -> list[Row]:
+    """The document's server configurations, headline first (older documents had one)."""
+    config = document["config"]
+    if "servers" in config:
+        return list(config["servers"])
+    return [{"name": DEFAULT_SERVER, "title": config["server"]}]
+
+
+def _rows_of(document: Row, server: str) -> list[Row]:
+    return [r for r in document["results"] if r.get("server", DEFAULT_SERVER) == server]
+
+
 def markdown(document: Row) -> str:
-    index = _Index(document["results"])
     config, versions, machine = document["config"], document["versions"], document["machine"]
+    configs = servers(document)
     lines = [
         f"# aiocoord benchmark, {document['date']}",
         "",
         f"- Machine: {machine['nproc']} cores ({machine['cpu']}), {machine['memory']}, "
         f"Linux {machine['kernel']}",
         "- Software: " + ", ".join(f"{name} {version}" for name, version in versions.items()),
-        f"- Server: {config['server']}, pinned to core 0; every library's runner is one "
-        "process pinned to core 1"
+        "- Servers: "
+        + "; ".join(f"**{c['name']}**: {c['title']}" for c in configs)
+        + ". Each configuration runs on fresh servers, pinned to core 0; every library's "
+        "runner is one process pinned to core 1"
         + ("" if config["pinned"] else " (**not pinned this time**: see notes)")
         + ". Every contender has its own session unless marked *shared-client* "
         "(tasks of one process sharing one client).",
@@ -181,15 +204,26 @@ def markdown(document: Row) -> str:
         _load_line(document),
         "",
     ]
-    lines += _headline(index)
-    lines += _throughput_section(index, "mutex", "Mutex hand-offs", "acquire")
-    lines += _counter_section(index)
-    lines += _throughput_section(index, "pipelined", "Pipelined sets on one node", "set")
-    lines += _latency_section(index)
-    lines += _memory_section(index)
+    for server in configs:
+        index = _Index(_rows_of(document, server["name"]))
+        if not index.rows:
+            continue
+        body: list[str] = []
+        body += _headline(index)
+        body += _throughput_section(index, "mutex", "Mutex hand-offs", "acquire")
+        body += _counter_section(index)
+        body += _throughput_section(index, "pipelined", "Pipelined sets on one node", "set")
+        body += _latency_section(index)
+        body += _coordination_section(index)
+        body += _memory_section(index)
+        if len(configs) > 1:
+            lines += [f"# Server {server['name']}: {server['title']}", ""]
+            body = ["#" + line if line.startswith("## ") else line for line in body]
+        lines += body
     notes = list(document.get("notes", []))
     notes += [
-        f"{r['scenario']} x{r['contenders']} {r['label']}: {_check(r)}"
+        f"{r.get('server', '')} {r['scenario']} x{r['contenders']} {r['label']}: ".lstrip()
+        + _check(r)
         for r in document["results"]
         if not _ok(r)
     ]
@@ -198,7 +232,8 @@ def markdown(document: Row) -> str:
         notes.append(
             f"Noisy (other processes used over {NOISY_CORES} cores during a run): "
             + ", ".join(
-                f"{r['scenario']} x{r['contenders']} {r['label']} ({r['other_cores_max']:.2f})"
+                f"{r.get('server', '')} {r['scenario']} x{r['contenders']} {r['label']} "
+                f"({r['other_cores_max']:.2f})"
                 for r in noisy
             )
         )
@@ -245,6 +280,21 @@ def _headline(index: _Index) -> list[str]:
                 _ratio(mine, _latency(index.get("latency", p, 1), kind, point)) for p in peers
             ]
             body.append(cells)
+    for scenario, kind in COORDINATION.items():
+        for ours in index.of(scenario):
+            if ours["label"] != OURS:
+                continue
+            for point in ("p50", "p99"):
+                mine = _latency(ours, kind, point)
+                if mine is None:
+                    continue
+                cells = [f"{TITLES[scenario]} {point}, {_contenders(ours)} (ms, lower is better)"]
+                cells.append(_ms(mine))
+                cells += [
+                    _ratio(mine, _latency(index.get(scenario, p, ours["contenders"]), kind, point))
+                    for p in peers
+                ]
+                body.append(cells)
     if not body:
         return []
     header = ["measurement", "aiocoord", *[f"aiocoord ÷ {p}" for p in peers]]
@@ -363,6 +413,50 @@ def _latency_section(index: _Index) -> list[str]:
     return ["## Single round trips (sequential set, then get)", "", *_table(header, body), ""]
 
 
+COORDINATION = {"election": "handover", "barrier": "release"}
+"""Scenarios measured as a latency per event, and the sample kind each records."""
+TITLES = {"election": "leader hand-over", "barrier": "double barrier release"}
+
+
+def _coordination_section(index: _Index) -> list[str]:
+    body = []
+    for scenario, kind in COORDINATION.items():
+        for row in index.of(scenario):
+            ok = _ok(row)
+            n = (row.get("latency_ms", {}).get(kind) or {}).get("n", 0)
+            cells = [TITLES[scenario], str(row["contenders"]), row["label"]]
+            cells.append(f"{n:,}" if ok else "—")
+            cells += [_ms(_latency(row, kind, "p50")), _ms(_latency(row, kind, "p99"))]
+            for point in ("p50", "p99"):
+                cells.append(_vs_ours(index, row, lambda r, k=kind, p=point: _latency(r, k, p)))
+            cells.append(_check(row))
+            body.append(cells)
+    if not body:
+        return []
+    header = [
+        "measurement",
+        "participants",
+        "library",
+        "samples",
+        "p50",
+        "p99",
+        "aiocoord ÷ this (p50)",
+        "aiocoord ÷ this (p99)",
+        "check",
+    ]
+    return [
+        "## Leader hand-over and double barrier release (ms)",
+        "",
+        "Hand-over: from one leader giving leadership up to the next leader's term "
+        "starting (every participant in its own session, re-queueing after each term). "
+        "Release: from the last participant's enter call until every participant's "
+        "enter has returned.",
+        "",
+        *_table(header, body),
+        "",
+    ]
+
+
 def _memory_section(index: _Index) -> list[str]:
     rows = index.of("memory")
     if not rows:
@@ -411,7 +505,8 @@ def chart(document: Row, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    index = _Index(document["results"])
+    headline = servers(document)[0]
+    index = _Index(_rows_of(document, headline["name"]))
     fig, axes = plt.subplots(2, 3, figsize=(19, 10.5))
     _grouped(axes[0][0], index, "mutex", lambda r: r["rate"], "Mutex: hand-offs/s")
     _grouped(axes[0][1], index, "counter", lambda r: r["rate"], "Counter: increments/s")
@@ -422,7 +517,8 @@ def chart(document: Row, path: Path) -> None:
     machine, config = document["machine"], document["config"]
     fig.suptitle(
         f"aiocoord benchmark {document['date']}: {machine['nproc']} cores ({machine['cpu']}); "
-        f"median of {config['repeat']} x {config['seconds']:g} s; server core 0, clients core 1",
+        f"median of {config['repeat']} x {config['seconds']:g} s; server core 0, clients core 1\n"
+        f"server: {headline['title']}",
         fontsize=13,
     )
     memory = [r for r in index.of("memory") if _ok(r) and "rss_per_waiter_bytes" in r["extra"]]

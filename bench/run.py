@@ -1,6 +1,9 @@
 """The benchmark driver behind ``make bench``.
 
-Starts one fresh ZooKeeper server (pinned to core 0), finds the runners (every
+For each server configuration (``SERVER_CONFIGS``: standalone with
+``forceSync=yes`` as production runs it, standalone with the test kit's
+``forceSync=no``, and a 3-node ensemble) starts fresh ZooKeeper servers (pinned
+to core 0), finds the runners (every
 ``bench/runners/*_runner.py``, and Curator plus the plain Java client from
 ``bench/java/Bench.java``, compiled now), asks each what it offers, and runs
 every scenario, library and contender count as its own subprocess pinned to
@@ -12,7 +15,8 @@ Environment: ``BENCH_SECONDS`` (measured seconds per run, default 10),
 ``BENCH_ONLY`` (comma-separated scenario names), ``BENCH_WARMUP`` (unmeasured
 seconds at the start of every run, default 5: Curator's JVM needs about that
 long to reach its steady speed), ``BENCH_WAITERS`` (waiters in the memory
-scenario, default what the runner offers: 10,000).
+scenario, default what the runner offers: 10,000), ``BENCH_SERVERS``
+(comma-separated server configurations, default all: ``sync,nosync,ensemble``).
 
 Run as ``.venv/bin/python -m bench.run`` or ``.venv/bin/python bench/run.py``.
 """
@@ -35,7 +39,7 @@ import tempfile
 import time
 import uuid
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,15 +48,51 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import aiocoord
-from aiocoord.testing import ZooKeeperServer
+from aiocoord.testing import ZooKeeperEnsemble, ZooKeeperServer, four_letter_word
 from bench import report
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 RESULTS = BENCH_DIR / "results"
 JAVA_LIBS = Path("/usr/share/java")
-SCENARIOS = ("mutex", "counter", "pipelined", "latency", "memory")
+SCENARIOS = ("mutex", "counter", "pipelined", "latency", "election", "barrier", "memory")
 SERVER_CORE, CLIENT_CORE = 0, 1
+TICK_TIME_MS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """One way to run the server; every configuration gets its own fresh servers."""
+
+    name: str
+    title: str
+    members: int
+    force_sync: bool
+    scenarios: tuple[str, ...] | None = None
+    """What runs on it (None: every scenario)."""
+
+    def runs(self, scenario: str) -> bool:
+        return self.scenarios is None or scenario in self.scenarios
+
+
+SERVER_CONFIGS = (
+    ServerConfig("sync", "standalone, forceSync=yes (as production runs it)", 1, True),
+    ServerConfig(
+        "nosync",
+        "standalone, forceSync=no (the test kit's setting)",
+        1,
+        False,
+        ("mutex", "counter", "pipelined", "latency", "election", "barrier"),
+    ),
+    ServerConfig(
+        "ensemble",
+        "3-node ensemble on this machine, forceSync=yes (every write is a quorum round)",
+        3,
+        True,
+        ("mutex", "counter"),
+    ),
+)
+"""The first is the headline configuration."""
 ZNODE_ROOT = "/bench"
 LIST_TIMEOUT = 60.0
 RUN_OVERHEAD = 120.0
@@ -77,6 +117,7 @@ class Config:
     only: tuple[str, ...]
     waiters: int | None
     warmup: float = 5.0
+    servers: tuple[ServerConfig, ...] = SERVER_CONFIGS
 
     @classmethod
     def from_env(cls) -> Config:
@@ -85,12 +126,19 @@ class Config:
         if unknown:
             raise SystemExit(f"BENCH_ONLY: unknown scenarios {unknown}; known: {SCENARIOS}")
         waiters = os.environ.get("BENCH_WAITERS")
+        known = {c.name: c for c in SERVER_CONFIGS}
+        names = [n.strip() for n in os.environ.get("BENCH_SERVERS", "").split(",") if n.strip()]
+        if unknown := sorted(set(names) - set(known)):
+            raise SystemExit(f"BENCH_SERVERS: unknown {unknown}; known: {sorted(known)}")
         return cls(
             seconds=float(os.environ.get("BENCH_SECONDS", "10")),
             repeat=max(1, int(os.environ.get("BENCH_REPEAT", "3"))),
             only=only or SCENARIOS,
             waiters=int(waiters) if waiters else None,
             warmup=float(os.environ.get("BENCH_WARMUP", "5")),
+            servers=tuple(c for c in SERVER_CONFIGS if c.name in names)
+            if names
+            else SERVER_CONFIGS,
         )
 
 
@@ -218,13 +266,13 @@ class CpuMeter:
     time minus the server's, the runner's and the driver's. Another workload on
     the machine (a test suite, a build) shows up here and makes numbers noisy."""
 
-    def __init__(self, server_pid: int | None) -> None:
-        self._server_pid = server_pid
+    def __init__(self, server_pids: Sequence[int]) -> None:
+        self._server_pids = tuple(server_pids)
         self._start = self._sample()
 
     def _sample(self) -> tuple[float, float, float, float, float]:
         busy, steal = _busy_seconds()
-        server = _process_seconds(self._server_pid) if self._server_pid else 0.0
+        server = sum(_process_seconds(pid) for pid in self._server_pids)
         return time.monotonic(), busy, steal, server, _own_seconds()
 
     def read(self) -> dict[str, float]:
@@ -241,11 +289,11 @@ class CpuMeter:
         }
 
 
-async def wait_for_quiet(server_pid: int | None) -> float:
+async def wait_for_quiet(server_pids: Sequence[int]) -> float:
     """Wait (at most QUIET_WAIT_S) until other processes use under QUIET_LOAD cores."""
     started = time.monotonic()
     while time.monotonic() - started < QUIET_WAIT_S:
-        meter = CpuMeter(server_pid)
+        meter = CpuMeter(server_pids)
         await asyncio.sleep(1.0)
         if meter.read()["other_cores"] < QUIET_LOAD:
             break
@@ -296,11 +344,20 @@ def _last_json_line(text: str) -> dict[str, Any] | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class Servers:
+    """The running servers of one configuration."""
+
+    config: ServerConfig
+    connect_string: str
+    pids: tuple[int, ...]
+
+
 async def run_one(
     subject: Subject,
     config: Config,
     client: aiocoord.Client,
-    server: ZooKeeperServer,
+    servers: Servers,
     pin: Sequence[str],
     repeat: int,
 ) -> dict[str, Any]:
@@ -314,7 +371,7 @@ async def run_one(
         subject.scenario,
         str(subject.contenders),
         f"{config.seconds:g}",
-        server.connect_string,
+        servers.connect_string,
         path,
     ]
     command += ["--warmup", f"{config.warmup:g}"]
@@ -326,6 +383,7 @@ async def run_one(
         else config.warmup + config.seconds + RUN_OVERHEAD
     )
     record: dict[str, Any] = {
+        "server": servers.config.name,
         "library": subject.library,
         "variant": subject.variant,
         "scenario": subject.scenario,
@@ -333,8 +391,8 @@ async def run_one(
         "repeat": repeat,
         "path": path,
     }
-    record["quiet_wait_s"] = await wait_for_quiet(server.pid)
-    meter = CpuMeter(server.pid)
+    record["quiet_wait_s"] = await wait_for_quiet(servers.pids)
+    meter = CpuMeter(servers.pids)
     started = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
         *command,
@@ -368,6 +426,7 @@ async def run_one(
         else:
             record |= line
             record["repeat"] = repeat
+            record["server"] = servers.config.name
     return record
 
 
@@ -442,6 +501,39 @@ def versions(zookeeper: str) -> dict[str, str]:
     return found
 
 
+# --- servers -------------------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def start_servers(config: ServerConfig, pin: Sequence[str]) -> AsyncIterator[Servers]:
+    """Fresh servers for one configuration, pinned to the server core; closed on exit."""
+    options: dict[str, Any] = {"tick_time_ms": TICK_TIME_MS, "force_sync": config.force_sync}
+    target: ZooKeeperServer | ZooKeeperEnsemble
+    if config.members == 1:
+        target = ZooKeeperServer(**options)
+        members = [target]
+    else:
+        target = ZooKeeperEnsemble(config.members, **options)
+        members = list(target.members)
+    async with target:
+        pids = tuple(m.pid for m in members if m.pid is not None)
+        if pin:
+            for pid in pids:
+                await asyncio.to_thread(
+                    subprocess.run, [*pin, str(pid)], check=True, capture_output=True
+                )
+        yield Servers(config, target.connect_string, pids)
+
+
+async def server_version(servers: Servers) -> str:
+    host, port = servers.connect_string.split(",")[0].rsplit(":", 1)
+    text = await four_letter_word(host, int(port), "srvr")
+    for line in text.splitlines():
+        if line.startswith("Zookeeper version:"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
 # --- the whole run --------------------------------------------------------------------------
 
 
@@ -462,28 +554,36 @@ async def main() -> int:
     with build_dir() as tmp:
         runners = python_runners() + java_runners(tmp, notes)
         subjects = plan(runners, config, client_pin)
-        total = len(subjects) * config.repeat
+        total = config.repeat * sum(
+            1 for c in config.servers for s in subjects if c.runs(s.scenario)
+        )
         log(f"bench: {len(subjects)} measurements x {config.repeat}, {config.seconds:g} s each")
         runs: list[dict[str, Any]] = []
-        async with ZooKeeperServer(tick_time_ms=2000) as server:
-            if server_pin and server.pid is not None:
-                pinning = [*server_pin, str(server.pid)]
-                await asyncio.to_thread(subprocess.run, pinning, check=True, capture_output=True)
-            zk_version = (await server.srvr()).get("Zookeeper version", "unknown")
-            async with aiocoord.connect(server.connect_string) as client:
-                await client.ensure_path(ZNODE_ROOT)
-                log(f"bench: warming the server up for {SERVER_WARMUP_S:g} s")
-                await warm_up_server(client, SERVER_WARMUP_S)
-                for repeat in range(config.repeat):
-                    for subject in subjects:
-                        done = len(runs) + 1
-                        record = await run_one(subject, config, client, server, client_pin, repeat)
-                        runs.append(record)
-                        log(
-                            f"[{done}/{total}] {subject.scenario} x{subject.contenders} "
-                            f"{subject.label}: {describe(record)} ({record['wall_s']:.1f} s, "
-                            f"other load {record['cpu']['other_cores']:.2f} cores)"
-                        )
+        zk_version = "unknown"
+        for server_config in config.servers:
+            todo = [s for s in subjects if server_config.runs(s.scenario)]
+            if not todo:
+                continue
+            log(f"bench: server {server_config.name}: {server_config.title}")
+            async with start_servers(server_config, server_pin) as servers:
+                zk_version = await server_version(servers)
+                async with aiocoord.connect(servers.connect_string) as client:
+                    await client.ensure_path(ZNODE_ROOT)
+                    log(f"bench: warming the server up for {SERVER_WARMUP_S:g} s")
+                    await warm_up_server(client, SERVER_WARMUP_S)
+                    for repeat in range(config.repeat):
+                        for subject in todo:
+                            done = len(runs) + 1
+                            record = await run_one(
+                                subject, config, client, servers, client_pin, repeat
+                            )
+                            runs.append(record)
+                            log(
+                                f"[{done}/{total}] {server_config.name} {subject.scenario} "
+                                f"x{subject.contenders} {subject.label}: {describe(record)} "
+                                f"({record['wall_s']:.1f} s, "
+                                f"other load {record['cpu']['other_cores']:.2f} cores)"
+                            )
     document = {
         "date": today,
         "started": started.isoformat(timespec="seconds"),
@@ -496,7 +596,11 @@ async def main() -> int:
             "repeat": config.repeat,
             "scenarios": list(config.only),
             "pinned": bool(client_pin),
-            "server": "ZooKeeperServer(tick_time_ms=2000), standalone, forceSync=no",
+            "servers": [
+                {"name": c.name, "title": c.title, "members": c.members, "force_sync": c.force_sync}
+                for c in config.servers
+            ],
+            "tick_time_ms": TICK_TIME_MS,
         },
         "notes": notes,
         "runs": runs,

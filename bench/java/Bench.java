@@ -6,7 +6,8 @@
  *   java Bench LIBRARY SCENARIO CONTENDERS SECONDS CONNECT PATH [--variant V] [--warmup S]
  *   java Bench LIBRARY --list
  *
- * LIBRARY is "curator" (InterProcessMutex, DistributedAtomicLong) or "java" (the
+ * LIBRARY is "curator" (InterProcessMutex, DistributedAtomicLong, LeaderSelector,
+ * DistributedDoubleBarrier) or "java" (the
  * plain client: pipelined async setData, sequential round trips). The result is
  * one JSON line on stdout. PATH exists already; everything goes below it.
  */
@@ -19,6 +20,9 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -30,6 +34,9 @@ import org.apache.curator.framework.recipes.atomic.AtomicStats;
 import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.atomic.PromotedToLock;
+import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.retry.RetryNTimes;
@@ -46,6 +53,8 @@ public final class Bench {
     static final int CAS_SLEEP_MS = 1;
     static final long STOP_GRACE_MS = 60_000;
     static final int SESSION_TIMEOUT_MS = 10_000;
+    /** Double barrier: how long the first participants get to queue before the last enters. */
+    static final long BARRIER_STAGING_MS = 50;
 
     /** One run as the driver asks for it. */
     record Args(String library, String scenario, int contenders, double seconds,
@@ -176,7 +185,8 @@ public final class Bench {
     static String listing(String library) {
         String offers = switch (library) {
             case "curator" -> offer("mutex", "", "1, 8, 32") + ", " + offer("counter", "", "1, 8, 32")
-                    + ", " + offer("counter", "promoted", "1, 8, 32");
+                    + ", " + offer("counter", "promoted", "1, 8, 32") + ", " + offer("election", "", "8")
+                    + ", " + offer("barrier", "", "8, 32");
             case "java" -> offer("pipelined", "", "1") + ", " + offer("latency", "", "1");
             default -> throw new IllegalArgumentException("unknown library " + library);
         };
@@ -194,6 +204,8 @@ public final class Bench {
             case "curator mutex" -> curatorMutex(args);
             case "curator counter" -> curatorCounter(args, false);
             case "curator counter promoted" -> curatorCounter(args, true);
+            case "curator election" -> curatorElection(args);
+            case "curator barrier" -> curatorBarrier(args);
             case "java pipelined" -> rawPipelined(args);
             case "java latency" -> rawLatency(args);
             default -> throw new IllegalArgumentException("not offered: " + key.trim());
@@ -314,6 +326,126 @@ public final class Bench {
                     + ", \"promotions\": " + promotions.get()
                     + ", \"retry\": " + quote("RetryNTimes(" + CAS_RETRIES + ", " + CAS_SLEEP_MS + ")"));
         } finally {
+            closeAll(clients);
+        }
+    }
+
+    /**
+     * Leader hand-over: every contender runs a LeaderSelector with autoRequeue whose
+     * term is empty. A sample is the time from one leader's takeLeadership returning
+     * (it gives leadership up) to the next one's takeLeadership starting.
+     */
+    static String curatorElection(Args args) throws Exception {
+        List<CuratorFramework> clients = curatorClients(args.connect(), args.contenders());
+        List<LeaderSelector> selectors = new ArrayList<>();
+        try {
+            Window window = new Window(args);
+            Gate gate = new Gate();
+            Stats stats = new Stats(window);
+            AtomicLong lastEnd = new AtomicLong();
+            for (int i = 0; i < clients.size(); i++) {
+                LeaderSelector selector = new LeaderSelector(clients.get(i), args.path() + "/election",
+                        new LeaderSelectorListenerAdapter() {
+                            @Override
+                            public void takeLeadership(CuratorFramework client) {
+                                long started = System.nanoTime();
+                                gate.enter();
+                                long previous = lastEnd.get();
+                                Thread.yield();
+                                gate.leave();
+                                synchronized (stats) {
+                                    if (previous != 0) {
+                                        stats.record("handover", previous, started);
+                                    }
+                                }
+                                lastEnd.set(System.nanoTime());
+                            }
+                        });
+                selector.setId("p" + i);
+                selector.autoRequeue();
+                selectors.add(selector);
+            }
+            for (LeaderSelector selector : selectors) {
+                selector.start();
+            }
+            long left;
+            while ((left = window.end - System.nanoTime()) > 0) {
+                Thread.sleep(Math.max(1, left / 1_000_000L));
+            }
+            for (LeaderSelector selector : selectors) {
+                selector.close();
+            }
+            selectors.clear();
+            synchronized (stats) {
+                return result(args, window, List.of(stats), gate.violation,
+                        "\"terms\": " + gate.entries.get());
+            }
+        } finally {
+            for (LeaderSelector selector : selectors) {
+                selector.close();
+            }
+            closeAll(clients);
+        }
+    }
+
+    /**
+     * Double barrier release: in each round all contenders but one enter and wait;
+     * then the last one enters. A sample is the time from the last enter call to
+     * the moment every contender's enter has returned. Then all leave.
+     */
+    static String curatorBarrier(Args args) throws Exception {
+        int members = args.contenders();
+        List<CuratorFramework> clients = curatorClients(args.connect(), members);
+        ExecutorService pool = Executors.newFixedThreadPool(members);
+        try {
+            Window window = new Window(args);
+            Stats stats = new Stats(window);
+            String violation = null;
+            long rounds = 0;
+            String path = args.path() + "/barrier";
+            while (!window.over() && violation == null) {
+                List<DistributedDoubleBarrier> barriers = new ArrayList<>();
+                for (CuratorFramework client : clients) {
+                    barriers.add(new DistributedDoubleBarrier(client, path, members));
+                }
+                List<Future<Long>> entered = new ArrayList<>();
+                for (int i = 0; i < members - 1; i++) {
+                    DistributedDoubleBarrier barrier = barriers.get(i);
+                    entered.add(pool.submit(() -> {
+                        barrier.enter();
+                        return System.nanoTime();
+                    }));
+                }
+                Thread.sleep(BARRIER_STAGING_MS);
+                long started = System.nanoTime();
+                DistributedDoubleBarrier last = barriers.get(members - 1);
+                entered.add(pool.submit(() -> {
+                    last.enter();
+                    return System.nanoTime();
+                }));
+                long released = 0;
+                for (Future<Long> future : entered) {
+                    long at = future.get(STOP_GRACE_MS, TimeUnit.MILLISECONDS);
+                    if (at < started) {
+                        violation = "a participant passed enter before the last one entered";
+                    }
+                    released = Math.max(released, at);
+                }
+                stats.record("release", started, released);
+                List<Future<Boolean>> left = new ArrayList<>();
+                for (DistributedDoubleBarrier barrier : barriers) {
+                    left.add(pool.submit(() -> barrier.leave(STOP_GRACE_MS, TimeUnit.MILLISECONDS)));
+                }
+                for (Future<Boolean> future : left) {
+                    if (!future.get(STOP_GRACE_MS, TimeUnit.MILLISECONDS)) {
+                        violation = "a participant's leave timed out";
+                    }
+                }
+                rounds++;
+            }
+            return result(args, window, List.of(stats), violation, "\"rounds\": " + rounds);
+        } finally {
+            pool.shutdownNow();
             closeAll(clients);
         }
     }

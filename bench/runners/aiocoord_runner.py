@@ -1,5 +1,6 @@
 """aiocoord under the benchmark: Mutex hand-offs, AtomicLong increments, pipelined
-and single round trips, and the memory cost of many waiters on one Mutex."""
+and single round trips, leader hand-over, double barrier release, and the memory
+cost of many waiters on one Mutex."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import aiocoord
 from aiocoord.testing import four_letter_word
 
 from . import _aio
-from ._common import Gate, Offer, Result, RunArgs, main, read_rss_kib, result
+from ._common import Gate, Offer, Result, RunArgs, Stats, Window, main, read_rss_kib, result
 
 LIBRARY = "aiocoord"
 SHARED_CLIENT = "shared-client"
@@ -25,6 +26,10 @@ QUEUE_TIMEOUT = 300.0
 """Bound on waiting for every waiter of the memory scenario to be queued."""
 DRAIN_TIMEOUT = 300.0
 """Bound on handing the lock down the whole queue at the end of the memory scenario."""
+BARRIER_STAGING_S = 0.05
+"""Double barrier: how long the first participants get to queue before the last enters."""
+STOP_GRACE_S = 60.0
+"""Bound on one round's enters or leaves, and on the participants stopping."""
 RSS_LIMIT_KIB = 16 * 1024 * 1024
 """The memory scenario gives up (and reports it) if the process grows past this."""
 
@@ -105,6 +110,83 @@ async def _latency(args: RunArgs) -> Result:
             return (await client.get(node))[0]
 
         return await _aio.latency(args, LIBRARY, set_data, get_data)
+
+
+# --- leader election and double barrier --------------------------------------------
+
+
+async def _election(args: RunArgs) -> Result:
+    """Leader hand-over: every contender runs ``LeaderElection.run`` with an empty
+    term. A sample is the time from one term's end (the leader gives leadership up)
+    to the next term's start, in another session."""
+    async with _clients(args.connect, args.contenders) as clients:
+        window = Window(args.seconds, args.warmup)
+        gate = Gate()
+        stats = Stats(window)
+        last_end = 0.0
+
+        async def term() -> None:
+            nonlocal last_end
+            started = time.perf_counter()
+            gate.enter()
+            previous = last_end
+            await asyncio.sleep(0)  # a second leader, if there were one, could run here
+            gate.leave()
+            if previous:
+                stats.record("handover", previous, started)
+            last_end = time.perf_counter()
+
+        elections = [
+            aiocoord.LeaderElection(client, f"{args.path}/election", f"p{i}")
+            for i, client in enumerate(clients)
+        ]
+        tasks = [asyncio.create_task(election.run(term)) for election in elections]
+        try:
+            done, _ = await asyncio.wait(tasks, timeout=window.end - time.perf_counter())
+            for task in done:
+                task.result()  # a participant that stopped early failed: say why
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks, timeout=STOP_GRACE_S)
+        return result(
+            args, LIBRARY, window, [stats], violation=gate.violation, extra={"terms": gate.entries}
+        )
+
+
+async def _barrier(args: RunArgs) -> Result:
+    """Double barrier release: in each round all participants but one enter and
+    wait, then the last one enters. A sample is the time from the last enter call
+    until every participant's enter has returned; then all leave."""
+    members = args.contenders
+    path = f"{args.path}/barrier"
+    async with _clients(args.connect, members) as clients:
+        window = Window(args.seconds, args.warmup)
+        stats = Stats(window)
+        violation: str | None = None
+        rounds = 0
+
+        async def enter(barrier: aiocoord.DoubleBarrier) -> float:
+            await barrier.enter()
+            return time.perf_counter()
+
+        while not window.over() and violation is None:
+            barriers = [aiocoord.DoubleBarrier(client, path, members) for client in clients]
+            entering = [asyncio.create_task(enter(b)) for b in barriers[:-1]]
+            await asyncio.sleep(BARRIER_STAGING_S)
+            started = time.perf_counter()
+            entering.append(asyncio.create_task(enter(barriers[-1])))
+            async with asyncio.timeout(STOP_GRACE_S):
+                entered = await asyncio.gather(*entering)
+            if min(entered) < started:
+                violation = "a participant passed enter before the last one entered"
+            stats.record("release", started, max(entered))
+            async with asyncio.timeout(STOP_GRACE_S):
+                left = await asyncio.gather(*(b.leave(STOP_GRACE_S) for b in barriers))
+            if not all(left):
+                violation = "a participant's leave timed out"
+            rounds += 1
+        return result(args, LIBRARY, window, [stats], violation=violation, extra={"rounds": rounds})
 
 
 # --- memory: many waiters on one Mutex ---------------------------------------------
@@ -269,6 +351,8 @@ OFFERS = [
     Offer("counter", _counter, variant=SHARED_CLIENT, contenders=(32,)),
     Offer("pipelined", _pipelined, contenders=(1,)),
     Offer("latency", _latency, contenders=(1,)),
+    Offer("election", _election, contenders=(8,)),
+    Offer("barrier", _barrier, contenders=(8, 32)),
     Offer("memory", _memory, contenders=(MEMORY_WAITERS,)),
 ]
 
