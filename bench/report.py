@@ -7,6 +7,7 @@ the chart again from a saved JSON document.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -47,6 +48,15 @@ def _label(run: Row) -> str:
     return f"{run['library']}/{run['variant']}" if run.get("variant") else str(run["library"])
 
 
+def _measure(scenario: str) -> Callable[[Row], float]:
+    """What a scenario's median run is chosen by: its rate, or for the scenarios
+    measured as a latency per event, that latency's p50."""
+    kind = COORDINATION.get(scenario)
+    if kind is None:
+        return lambda run: float(run["rate"])
+    return lambda run: float(run["latency_ms"].get(kind, {}).get("p50", math.inf))
+
+
 DEFAULT_SERVER = "default"
 """The server configuration of runs recorded before there were several."""
 
@@ -79,14 +89,15 @@ def summarize(runs: Iterable[Row]) -> list[Row]:
         elif violations:
             row["violation"] = violations[0]
         else:
-            ordered = sorted(good, key=lambda r: r["rate"])
+            measure = _measure(scenario)
+            ordered = sorted(good, key=measure)
             median = ordered[(len(ordered) - 1) // 2]
             for key in ("rate", "ops", "window_s", "latency_ms", "conflicts", "failures"):
                 row[key] = median[key]
             row["extra"] = median.get("extra", {})
-            rates = [r["rate"] for r in good]
+            values = [measure(r) for r in good]
             row["rate_spread"] = (
-                (max(rates) - min(rates)) / statistics.median(rates) if len(rates) > 1 else 0.0
+                (max(values) - min(values)) / statistics.median(values) if len(values) > 1 else 0.0
             )
             if len(good) < len(group):
                 row["partial"] = f"{len(group) - len(good)} of {len(group)} runs failed"

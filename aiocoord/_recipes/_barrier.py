@@ -44,7 +44,7 @@ from .._exceptions import (
     SessionExpiredError,
 )
 from .._session import Client, Watch, cleanup_scope, delete_quietly, retry_on_connection_loss
-from .._types import Stat
+from .._types import EventType, Stat
 from ._contenders import recipe_path
 from ._lock import default_node_data
 
@@ -424,78 +424,95 @@ class DoubleBarrier:
                 ) from None
             return found
 
-    async def _list_watched(self) -> tuple[list[str], Watch]:
+    async def _list(self) -> list[str]:
         client = self._client
         try:
-            names, _stat, watch = await retry_on_connection_loss(
-                client, functools.partial(client.watch_children, self.path)
-            )
+            return await retry_on_connection_loss(client, lambda: client.children(self.path))
         except NoNodeError:
             raise BarrierBrokenError(self.path, "the barrier's node was deleted") from None
-        return names, watch
+
+    async def _look(self, node: str) -> tuple[bool, Watch | None]:
+        """One look at the barrier: (passed, the watch on ``ready`` to wait on if not).
+
+        ``ready`` is watched before the listing, so a creation after the
+        listing still wakes us. The participant whose create came last (the
+        highest zxid) always sees every node created before it, even through a
+        lagging server (a reply follows the client's own writes), so whoever
+        completes the barrier sees it full and creates ``ready``.
+        """
+        client = self._client
+        stat, watch = await retry_on_connection_loss(
+            client, functools.partial(client.watch_exists, self._ready)
+        )
+        try:
+            if stat is not None:
+                self._check_owner()
+                return True, None
+            names = await self._list()
+            self._check(names, _paths.basename(node))
+            decision = enter_decision(names, self.members)
+            if decision.create_ready:
+                await self._create_ready(node)
+            if decision.passed:
+                return True, None
+        except BaseException:
+            watch.cancel()
+            raise
+        return False, watch
 
     async def _enter_phase(self, node: str, deadline: _Deadline) -> bool:
         client = self._client
-        me = _paths.basename(node)
         watch: Watch | None = None
         try:
             with anyio.move_on_after(_first_look(client, deadline)) as scope:
                 stat = await retry_on_connection_loss(client, lambda: self._create(node))
                 self._owner = stat.ephemeral_owner
-                names, watch = await self._list_watched()
+                passed, watch = await self._look(node)
             if scope.cancelled_caught:
                 return False
-            assert watch is not None
-            first_look = True
-            while True:
-                # Every wake (a new participant, a reconnection, ready) leads
-                # here: only a fresh listing decides.
-                self._check(names, me)
-                decision = enter_decision(names, self.members)
-                if decision.create_ready:
-                    # Curator's participants wait for `ready` alone. Whoever
-                    # filled the barrier (it sees it full at its first look)
-                    # creates it before passing, as Curator does. A listing
-                    # behind a lagging server can hide the filling from that
-                    # participant; then the woken waiters see the barrier full,
-                    # and the lowest of them creates `ready` without holding
-                    # itself up. Not every waiter: each create is a write the
-                    # server must log, and a herd of them slows the release.
-                    if first_look:
-                        await self._create_ready()
-                    elif me == min(n for n in names if n != READY_NODE):
-                        self._client.start_background(
-                            self._create_ready_quietly(), name=f"aiocoord-barrier-ready {self.path}"
-                        )
-                if decision.passed:
-                    return True
-                first_look = False
+            while not passed:
+                assert watch is not None
+                # Curator's waiters wait for `ready` alone, and so do we: its
+                # creation is the verdict (no request needed to pass, so a
+                # release wakes every waiter at the cost of one notification).
+                # Any other wake is only a hint: look again (curator#1290).
                 with anyio.move_on_after(deadline.remaining()) as scope:
-                    await watch
-                    watch.cancel()
-                    names, watch = await self._list_watched()
+                    event = await watch
                 if scope.cancelled_caught:
                     return False
+                watch.cancel()
+                watch = None
+                if event.type is EventType.CREATED:
+                    self._check_owner()
+                    return True
+                with anyio.move_on_after(deadline.remaining()) as scope:
+                    passed, watch = await self._look(node)
+                if scope.cancelled_caught:
+                    return False
+            return True
         finally:
             if watch is not None:
                 watch.cancel()
 
-    async def _create_ready(self) -> None:
+    def _check_owner(self) -> None:
+        """BarrierBrokenError unless the client is still in the session owning our node."""
+        if self._client.session_id != self._owner:
+            raise BarrierBrokenError(self.path, "the session owning our node was lost")
+
+    async def _create_ready(self, node: str) -> None:
+        """Create ``ready``, only while our node stands: a create that a retry
+        delays past our leaving must not open the next round early."""
         client = self._client
 
         async def create() -> None:
-            with contextlib.suppress(NodeExistsError):
-                await client.create(self._ready)
+            try:
+                await client.transaction().check(node).create(self._ready).commit()
+            except NodeExistsError:
+                pass  # someone else saw it full first
+            except NoNodeError:
+                raise BarrierBrokenError(self.path, "our node was deleted") from None
 
         await retry_on_connection_loss(client, create)
-
-    async def _create_ready_quietly(self) -> None:
-        """Create ``ready`` for Curator's waiters, in the background. If our session
-        ends first, it stays undone: Curator participants still waiting for
-        ``ready`` are then not told (the gap Curator itself has when the
-        participant that filled the barrier dies before creating it)."""
-        with contextlib.suppress(SessionExpiredError, ClientClosedError, ConnectionLossError):
-            await self._create_ready()
 
     async def _children(self) -> list[str]:
         client = self._client
