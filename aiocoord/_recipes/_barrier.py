@@ -431,16 +431,45 @@ class DoubleBarrier:
         except NoNodeError:
             raise BarrierBrokenError(self.path, "the barrier's node was deleted") from None
 
-    async def _look(self, node: str) -> tuple[bool, Watch | None]:
+    async def _create_and_list(self, node: str) -> tuple[Stat, list[str] | None]:
+        """Create our node and list the barrier in one round trip: the listing
+        follows the create, so it shows our node and every one made before it.
+        The listing is None if it could not be had that way."""
+        client = self._client
+        for _attempt in range(2):  # the second after making missing parents
+            try:
+                created, listed = await (
+                    client.pipeline()
+                    .create(node, self._data, ephemeral=True)
+                    .children(self.path)
+                    .execute()
+                )
+            except ConnectionLossError:
+                break
+            if isinstance(created, NoNodeError):
+                await retry_on_connection_loss(
+                    client, lambda: client.ensure_path(self.path, container=True)
+                )
+                continue
+            if isinstance(created, Exception):
+                break  # a lost reply or a retried create: the careful way below
+            _path, stat = created
+            return stat, None if isinstance(listed, Exception) else listed[0]
+        return await retry_on_connection_loss(client, lambda: self._create(node)), None
+
+    async def _look(self, node: str, names: list[str] | None = None) -> tuple[bool, Watch | None]:
         """One look at the barrier: (passed, the watch on ``ready`` to wait on if not).
 
-        ``ready`` is watched before the listing, so a creation after the
-        listing still wakes us. The participant whose create came last (the
-        highest zxid) always sees every node created before it, even through a
-        lagging server (a reply follows the client's own writes), so whoever
-        completes the barrier sees it full and creates ``ready``.
+        The participant whose create came last (the highest zxid) always sees
+        every node created before it, even through a lagging server (a reply
+        follows the client's own writes), so whoever completes the barrier
+        sees it full and creates ``ready``. Any listing that shows it full
+        passes; otherwise ``ready`` is watched after the listing (a creation
+        in between is seen by the watch's read).
         """
         client = self._client
+        if names is not None and await self._decide(node, names):
+            return True, None
         stat, watch = await retry_on_connection_loss(
             client, functools.partial(client.watch_exists, self._ready)
         )
@@ -448,26 +477,29 @@ class DoubleBarrier:
             if stat is not None:
                 self._check_owner()
                 return True, None
-            names = await self._list()
-            self._check(names, _paths.basename(node))
-            decision = enter_decision(names, self.members)
-            if decision.create_ready:
-                await self._create_ready(node)
-            if decision.passed:
+            if names is None and await self._decide(node, await self._list()):
                 return True, None
         except BaseException:
             watch.cancel()
             raise
         return False, watch
 
+    async def _decide(self, node: str, names: list[str]) -> bool:
+        """Pass (creating ``ready`` if we saw the barrier fill) or not, on ``names``."""
+        self._check(names, _paths.basename(node))
+        decision = enter_decision(names, self.members)
+        if decision.create_ready:
+            await self._create_ready(node)
+        return decision.passed
+
     async def _enter_phase(self, node: str, deadline: _Deadline) -> bool:
         client = self._client
         watch: Watch | None = None
         try:
             with anyio.move_on_after(_first_look(client, deadline)) as scope:
-                stat = await retry_on_connection_loss(client, lambda: self._create(node))
+                stat, names = await self._create_and_list(node)
                 self._owner = stat.ephemeral_owner
-                passed, watch = await self._look(node)
+                passed, watch = await self._look(node, names)
             if scope.cancelled_caught:
                 return False
             while not passed:
