@@ -508,17 +508,19 @@ class SessionEngine:
     async def _wait_for_connection(self) -> Connection:
         while True:
             conn = self._conn
-            if conn is not None:
-                if conn.is_open:
-                    return conn
-                # Closing, but the session task has not reported it yet: report
-                # it now (idempotent), then wait for the session like anyone.
-                self._suspend(conn)
-                continue
+            if conn is not None and conn.is_open:
+                return conn
+            # Before the dead connection is looked at: while the client closes,
+            # _suspend leaves it in place, and looping on it would spin.
             if self.closed or self._closing:
                 if self._fatal is not None:
                     raise self._fatal
                 raise ClientClosedError("client is closed")
+            if conn is not None:
+                # Closed, but the session task has not reported it yet: report
+                # it now (idempotent), then wait for the session like anyone.
+                self._suspend(conn)
+                continue
             ready = self._ready
             if ready is None:
                 raise RuntimeError("client not started: use 'async with connect(...)'")

@@ -39,13 +39,17 @@ public class CuratorLeader {
         System.out.flush();
     }
 
-    static void enter(CuratorFramework client, String inside, String id) throws Exception {
+    static void enter(CuratorFramework client, String inside, String id, CountDownLatch led)
+            throws Exception {
         try {
             client.create().withMode(CreateMode.EPHEMERAL).forPath(inside);
         } catch (KeeperException.NodeExistsException e) {
             say("VIOLATION " + id + " leads while another leader is inside");
             System.exit(2);
         }
+        // Counted before LEADER is printed: once the test reads LEADER and sends
+        // "quit", the main thread must know there is a term to wait for.
+        led.countDown();
         say("LEADER " + id);
     }
 
@@ -79,8 +83,7 @@ public class CuratorLeader {
             selector = new LeaderSelector(client, path, new LeaderSelectorListenerAdapter() {
                 @Override
                 public void takeLeadership(CuratorFramework c) throws Exception {
-                    enter(c, inside, id);
-                    led.countDown();
+                    enter(c, inside, id, led);
                     try {
                         quit.await();
                         leave(c, inside, id);
@@ -97,12 +100,10 @@ public class CuratorLeader {
                 @Override
                 public void isLeader() {
                     try {
-                        enter(client, inside, id);
+                        enter(client, inside, id, led);
                     } catch (Exception e) {
                         say("ERROR " + e);
-                        return;
                     }
-                    led.countDown();
                 }
 
                 @Override
