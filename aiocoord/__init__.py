@@ -43,6 +43,13 @@ from ._exceptions import ZooKeeperError as ZooKeeperError
 from ._recipes._barrier import Barrier as Barrier
 from ._recipes._barrier import DoubleBarrier as DoubleBarrier
 from ._recipes._barrier import DoubleBarrierEntry as DoubleBarrierEntry
+from ._recipes._cache import CacheEvent as CacheEvent
+from ._recipes._cache import CacheEvents as CacheEvents
+from ._recipes._cache import CacheEventType as CacheEventType
+from ._recipes._cache import CacheStats as CacheStats
+from ._recipes._cache import ChildrenCache as ChildrenCache
+from ._recipes._cache import NodeCache as NodeCache
+from ._recipes._cache import TreeCache as TreeCache
 from ._recipes._counter import AtomicBytes as AtomicBytes
 from ._recipes._counter import AtomicFailure as AtomicFailure
 from ._recipes._counter import AtomicInt as AtomicInt
@@ -124,7 +131,12 @@ __all__ = [
     "BoundExceededError",
     "BoundedExponentialBackoff",
     "Bounds",
+    "CacheEvent",
+    "CacheEventType",
+    "CacheEvents",
+    "CacheStats",
     "Candidate",
+    "ChildrenCache",
     "Client",
     "ClientClosedError",
     "ClientOptions",
@@ -164,6 +176,7 @@ __all__ = [
     "NoChildrenForEphemeralsError",
     "NoConnectionError",
     "NoNodeError",
+    "NodeCache",
     "NodeExistsError",
     "NotEmptyError",
     "NotOwnerError",
@@ -195,6 +208,7 @@ __all__ = [
     "Subscription",
     "TTLNodesDisabledError",
     "Transaction",
+    "TreeCache",
     "UnimplementedError",
     "UnsupportedEventLoopError",
     "VersionedValue",

@@ -199,6 +199,19 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
         lambda client: aiocoord.GroupMember(client, "/group", "web-1", b"10.0.0.1"),
         ("'/group/web-1'", "member=False"),
     ),
+    ("TreeCache", lambda client: aiocoord.TreeCache(client, "/config"), ("'/config'", "new")),
+    ("ChildrenCache", lambda client: aiocoord.ChildrenCache(client, "/hosts"), ("'/hosts'",)),
+    ("NodeCache", lambda client: aiocoord.NodeCache(client, "/flag"), ("'/flag'", "nodes=0")),
+    (
+        "CacheEvents",
+        lambda client: aiocoord.TreeCache(client, "/config").events(max_buffer=5),
+        ("'/config'", "pending=0/5"),
+    ),
+    (
+        "CacheEvent",
+        lambda client: aiocoord.CacheEvent(aiocoord.CacheEventType.DELETED, "/config/a"),
+        ("deleted", "'/config/a'"),
+    ),
 ]
 """Objects with a hand-written repr, or a dataclass repr that is part of their design
 (the other dataclasses, named tuples and enums are left to the coverage test below)."""
