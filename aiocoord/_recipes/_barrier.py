@@ -474,8 +474,10 @@ class DoubleBarrier:
             client, functools.partial(client.watch_exists, self._ready)
         )
         try:
+            # The watch may come from a new session (ours expired after the
+            # listing): waiting on it would wait for a barrier we are not in.
+            self._check_owner()
             if stat is not None:
-                self._check_owner()
                 return True, None
             if names is None and await self._decide(node, await self._list()):
                 return True, None

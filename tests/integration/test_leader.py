@@ -141,7 +141,14 @@ async def test_the_old_leaders_body_is_cancelled_before_the_new_one_starts(
     else:
         await expire_session(a)
     await leading["b"].wait()
-    assert events[:3] == ["a leads", "a cancelled", "b leads"]
+    if how == "expire session":
+        # The server tells a and b independently: b may start first, before a
+        # has heard that its session is gone (the documented limit; fencing
+        # covers it). a's body is cancelled all the same.
+        await stop(run_a)
+        assert events[0] == "a leads" and sorted(events[1:3]) == ["a cancelled", "b leads"]
+    else:
+        assert events[:3] == ["a leads", "a cancelled", "b leads"]
     if how == "close client":
         with pytest.raises(ClientClosedError):
             await run_a  # it could not queue again
