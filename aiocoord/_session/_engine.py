@@ -547,6 +547,10 @@ class SessionEngine:
         """Send one request (waiting for a connection first) and return its reply."""
         while True:
             conn = self._conn
+            if self._closing:
+                # The connection stays open while closeSession is in flight;
+                # anything sent behind it would only come back SESSIONEXPIRED.
+                raise ClientClosedError("client closed")
             if conn is None or not conn.is_open:
                 conn = await self.connection()
             try:
@@ -557,7 +561,15 @@ class SessionEngine:
                 # The connection closed under us before anything was written:
                 # nothing to be unsure about, so wait for the next one.
                 continue
-            return await future
+            try:
+                return await future
+            except (SessionExpiredError, ConnectionLossError) as error:
+                # A request in flight as close() ends the session: the server
+                # answers it SESSIONEXPIRED (it came after closeSession) or the
+                # socket closes under it. Either way the cause is the close.
+                if self._closing:
+                    raise ClientClosedError("client closed") from error
+                raise
 
 
 def _ignore_result(future: asyncio.Future[Any]) -> None:

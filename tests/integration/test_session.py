@@ -409,3 +409,18 @@ async def test_a_change_stream_rides_out_an_outage_longer_than_the_request_timeo
             with anyio.fail_after(20):
                 snapshot = await anext(again)
         assert snapshot is not None and snapshot[0] == b"1"
+
+
+async def test_requests_made_while_the_client_closes_fail_as_closed(zookeeper) -> None:
+    """Not SESSIONEXPIRED: a recipe woken by the close must see the close as such."""
+    client = aiocoord.connect(zookeeper.connect_string, namespace=zookeeper.namespace)
+    await client.start()
+    in_flight = [asyncio.create_task(client.exists(f"/n{i}")) for i in range(50)]
+    await asyncio.sleep(0)  # every request is on the wire
+    closing = asyncio.create_task(client.close())
+    await asyncio.sleep(0)  # closeSession is on the wire behind them
+    with pytest.raises(aiocoord.ClientClosedError):
+        await client.exists("/late")
+    await closing
+    for outcome in await asyncio.gather(*in_flight, return_exceptions=True):
+        assert outcome is None or isinstance(outcome, aiocoord.ClientClosedError)
