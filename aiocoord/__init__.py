@@ -33,6 +33,7 @@ from ._exceptions import NotReadOnlyError as NotReadOnlyError
 from ._exceptions import OperationTimeoutError as OperationTimeoutError
 from ._exceptions import OutcomeUnknownError as OutcomeUnknownError
 from ._exceptions import OwnershipError as OwnershipError
+from ._exceptions import QueueEmptyError as QueueEmptyError
 from ._exceptions import SessionError as SessionError
 from ._exceptions import SessionExpiredError as SessionExpiredError
 from ._exceptions import SessionMovedError as SessionMovedError
@@ -71,6 +72,11 @@ from ._recipes._lock import Participant as Participant
 from ._recipes._lock import ReadWriteLock as ReadWriteLock
 from ._recipes._multilock import Lockable as Lockable
 from ._recipes._multilock import MultiLock as MultiLock
+from ._recipes._queue import DelayQueue as DelayQueue
+from ._recipes._queue import IdQueue as IdQueue
+from ._recipes._queue import PriorityQueue as PriorityQueue
+from ._recipes._queue import Queue as Queue
+from ._recipes._queue import QueueTake as QueueTake
 from ._recipes._semaphore import Semaphore as Semaphore
 from ._recipes._semaphore import SemaphoreLease as SemaphoreLease
 from ._recipes._semaphore import SemaphoreMutex as SemaphoreMutex
@@ -149,6 +155,7 @@ __all__ = [
     "CreateOptions",
     "DataTooLargeError",
     "DeadlockError",
+    "DelayQueue",
     "DoubleBarrier",
     "DoubleBarrierEntry",
     "ErrorPolicy",
@@ -158,6 +165,7 @@ __all__ = [
     "FencedTransaction",
     "GroupMember",
     "HoldContext",
+    "IdQueue",
     "InvalidACLError",
     "InvalidConnectStringError",
     "InvalidPathError",
@@ -188,7 +196,11 @@ __all__ = [
     "Perm",
     "PersistentWatch",
     "Pipeline",
+    "PriorityQueue",
     "PromotedToLock",
+    "Queue",
+    "QueueEmptyError",
+    "QueueTake",
     "ReadWriteLock",
     "RetryForever",
     "RetryNTimes",

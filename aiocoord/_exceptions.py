@@ -38,6 +38,7 @@ __all__ = [
     "OperationTimeoutError",
     "OutcomeUnknownError",
     "OwnershipError",
+    "QueueEmptyError",
     "SessionError",
     "SessionExpiredError",
     "SessionMovedError",
@@ -118,6 +119,17 @@ class UnsupportedEventLoopError(CoordinationError, RuntimeError):
 
 class OperationTimeoutError(CoordinationError, TimeoutError):
     """A deadline given to aiocoord (``timeout=``) passed before the work was done."""
+
+
+class QueueEmptyError(OperationTimeoutError):
+    """A queue had no item to give: at once (``get_nowait``, ``peek``), or within
+    the ``timeout`` a ``get`` or ``take`` was given."""
+
+    def __init__(self, path: str, timeout: float | None = None):
+        within = f"within {timeout:g} s" if timeout else "now"
+        super().__init__(f"queue {path!r} had no item {within}")
+        self.path = path
+        self.timeout = timeout
 
 
 class OutcomeUnknownError(ConnectionLossError):

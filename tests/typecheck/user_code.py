@@ -45,3 +45,14 @@ def options() -> aiocoord.Client:
 
 def bad_options() -> aiocoord.Client:
     return aiocoord.connect("127.0.0.1:2181", request_timeout="2")  # type: ignore[arg-type]
+
+
+async def queued(client: aiocoord.Client) -> str:
+    raw = aiocoord.Queue(client, "/jobs")
+    first: bytes = await raw.get()
+    texts = aiocoord.PriorityQueue(client, "/texts", codec=aiocoord.Codec.UTF8)
+    await texts.put("urgent", priority=-1)
+    await texts.put(b"urgent")  # type: ignore[arg-type]
+    await raw.put("not bytes")  # type: ignore[arg-type]
+    async with texts.take() as text:
+        return text + first.decode()

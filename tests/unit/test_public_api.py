@@ -71,6 +71,7 @@ def test_atomic_failures_equal_their_documented_strings() -> None:
         aiocoord.LeadershipLostError("/election", "the connection was SUSPENDED"),
         aiocoord.MemberIdInUseError("/group/a"),
         aiocoord.BarrierBrokenError("/barrier", "our node is gone"),
+        aiocoord.QueueEmptyError("/jobs", 2.5),
     ],
     ids=lambda e: type(e).__name__,
 )

@@ -212,6 +212,19 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
         lambda client: aiocoord.CacheEvent(aiocoord.CacheEventType.DELETED, "/config/a"),
         ("deleted", "'/config/a'"),
     ),
+    ("Queue", lambda client: aiocoord.Queue(client, "/jobs"), ("'/jobs'", "Codec.BYTES")),
+    (
+        "PriorityQueue",
+        lambda client: aiocoord.PriorityQueue(client, "/jobs", codec=aiocoord.Codec.JSON),
+        ("'/jobs'", "Codec.JSON"),
+    ),
+    (
+        "DelayQueue",
+        lambda client: aiocoord.DelayQueue(client, "/later", max_items=5),
+        ("'/later'", "max_items=5"),
+    ),
+    ("IdQueue", lambda client: aiocoord.IdQueue(client, "/byid"), ("'/byid'",)),
+    ("QueueTake", lambda client: aiocoord.Queue(client, "/jobs").take(), ("'/jobs'", "waiting")),
 ]
 """Objects with a hand-written repr, or a dataclass repr that is part of their design
 (the other dataclasses, named tuples and enums are left to the coverage test below)."""
