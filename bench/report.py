@@ -35,6 +35,10 @@ UNITS = {
     "latency": "round trips/s",
     "election": "hand-overs/s",
     "barrier": "rounds/s",
+    "queue": "items/s",
+    "drain": "items/s",
+    "cache_build": "nodes/s",
+    "cache_events": "events/s",
     "memory": "hand-offs/s",
 }
 NOISY_CORES = 0.25
@@ -51,7 +55,7 @@ def _label(run: Row) -> str:
 def _measure(scenario: str) -> Callable[[Row], float]:
     """What a scenario's median run is chosen by: its rate, or for the scenarios
     measured as a latency per event, that latency's p50."""
-    kind = COORDINATION.get(scenario)
+    kind = LATENCY_MEASURED.get(scenario)
     if kind is None:
         return lambda run: float(run["rate"])
     return lambda run: float(run["latency_ms"].get(kind, {}).get("p50", math.inf))
@@ -95,6 +99,8 @@ def summarize(runs: Iterable[Row]) -> list[Row]:
             for key in ("rate", "ops", "window_s", "latency_ms", "conflicts", "failures"):
                 row[key] = median[key]
             row["extra"] = median.get("extra", {})
+            if median.get("server_packets") is not None:
+                row["server_packets"] = median["server_packets"]
             values = [measure(r) for r in good]
             row["rate_spread"] = (
                 (max(values) - min(values)) / statistics.median(values) if len(values) > 1 else 0.0
@@ -226,6 +232,8 @@ def markdown(document: Row) -> str:
         body += _throughput_section(index, "pipelined", "Pipelined sets on one node", "set")
         body += _latency_section(index)
         body += _coordination_section(index)
+        body += _queue_section(index)
+        body += _cache_section(index)
         body += _memory_section(index)
         if len(configs) > 1:
             lines += [f"# Server {server['name']}: {server['title']}", ""]
@@ -265,7 +273,9 @@ def _load_line(document: Row) -> str:
 
 
 def _headline(index: _Index) -> list[str]:
-    peers = [p for p in PEERS if any(r["label"] == p for r in index.rows)]
+    labels = {r["label"] for r in index.rows}
+    libraries = {r["library"] for r in index.rows}
+    peers = [p for p in PEERS if p in labels or ("/" not in p and p in libraries)]
     body = []
     for scenario in ("mutex", "counter", "pipelined"):
         for ours in index.of(scenario):
@@ -306,11 +316,97 @@ def _headline(index: _Index) -> list[str]:
                     for p in peers
                 ]
                 body.append(cells)
+    body += _family_headline(index, peers)
     if not body:
         return []
     header = ["measurement", "aiocoord", *[f"aiocoord ÷ {p}" for p in peers]]
     lines = ["## aiocoord against its peers", "", *_table(header, body), ""]
     return lines
+
+
+def _best(
+    index: _Index, scenario: str, column: str, contenders: int, value: Callable[[Row], float | None]
+) -> Row | None:
+    """The best row of a peer column in a scenario where libraries run in several
+    variants: the column's own label, or (a library's column) its best variant.
+    ``value`` is higher-is-better."""
+    rows = [
+        r
+        for r in index.of(scenario)
+        if r["contenders"] == contenders
+        and _ok(r)
+        and value(r) is not None
+        and (r["label"] == column or ("/" not in column and r["library"] == column))
+    ]
+    return max(rows, key=lambda r: value(r) or 0.0, default=None)
+
+
+def _family_headline(index: _Index, peers: Sequence[str]) -> list[list[str]]:
+    """Headline rows of the queue and cache scenarios: each peer column compares
+    with that library's best variant (named in the cell), and the measurement
+    names the best peer overall."""
+    rows: list[tuple[str, Row, Callable[[Row], float | None], bool, Callable[[float], str]]] = []
+    for ours in index.of("queue"):
+        if ours["label"] == OURS:
+            n = ours["contenders"]
+            title = f"queue items/s, {n} consumer{'s' if n != 1 else ''}"
+            rows.append((title, ours, lambda r: r.get("rate"), False, _rate))
+    for ours in index.of("drain"):
+        if ours["label"] == OURS:
+            rows.append(
+                ("queue drain items/s (10,000 items)", ours, lambda r: r.get("rate"), False, _rate)
+            )
+    for ours in index.of("cache_build"):
+        if ours["label"] == OURS:
+            rows.append(
+                (
+                    "cache build seconds (s, lower is better)",
+                    ours,
+                    lambda r: (r.get("extra") or {}).get("build_s"),
+                    True,
+                    lambda v: f"{v:.2f}",
+                )
+            )
+    for ours in index.of("cache_events"):
+        if ours["label"] == OURS:
+            for point in ("p50", "p99"):
+                rows.append(
+                    (
+                        f"cache event {point} under 1,000 sets/s (ms, lower is better)",
+                        ours,
+                        lambda r, p=point: _latency(r, "event", p),
+                        True,
+                        _ms,
+                    )
+                )
+    body = []
+    for title, ours, value, lower, shown in rows:
+        mine = value(ours) if _ok(ours) else None
+        if mine is None:
+            body.append([title, _check(ours), *["—" for _ in peers]])
+            continue
+
+        def better(
+            r: Row, value: Callable[[Row], float | None] = value, lower: bool = lower
+        ) -> float | None:
+            v = value(r)
+            return None if v is None else (-v if lower else v)
+
+        cells = [title, shown(mine)]
+        found: list[Row] = []
+        for peer in peers:
+            theirs = _best(index, ours["scenario"], peer, ours["contenders"], better)
+            if theirs is None:
+                cells.append("—")
+                continue
+            found.append(theirs)
+            named = f" ({theirs['variant']})" if theirs["label"] != peer else ""
+            cells.append(_ratio(mine, value(theirs)) + named)
+        if found:
+            top = max(found, key=lambda r: better(r) or 0.0)
+            cells[0] += f"; best peer {top['label']}: {_ratio(mine, value(top))}"
+        body.append(cells)
+    return body
 
 
 def _contenders(row: Row) -> str:
@@ -427,6 +523,8 @@ def _latency_section(index: _Index) -> list[str]:
 COORDINATION = {"election": "handover", "barrier": "release"}
 """Scenarios measured as a latency per event, and the sample kind each records."""
 TITLES = {"election": "leader hand-over", "barrier": "double barrier release"}
+LATENCY_MEASURED = {**COORDINATION, "cache_events": "event"}
+"""Every scenario whose median run is chosen by a latency's p50, and its kind."""
 
 
 def _coordination_section(index: _Index) -> list[str]:
@@ -466,6 +564,206 @@ def _coordination_section(index: _Index) -> list[str]:
         *_table(header, body),
         "",
     ]
+
+
+def _requests_per_item(row: Row) -> str:
+    """The server's received packets during the whole run, per item taken in it
+    (the drain's warm-up included)."""
+    extra = row.get("extra") or {}
+    items = extra.get("items", 0) + extra.get("warm_items", 0)
+    packets = row.get("server_packets")
+    if not _ok(row) or not items or packets is None:
+        return "—"
+    return f"{packets / items:.1f}"
+
+
+def _queue_check(row: Row) -> str:
+    if not _ok(row):
+        return _check(row)
+    extra = row.get("extra", {})
+    text = (
+        f"ok: {extra.get('items', 0):,} items, {extra.get('duplicates', 0)} twice, "
+        f"{extra.get('lost', 0)} lost"
+    )
+    if "gave_up_after_s" in extra:
+        text += f" (gave up after {extra['gave_up_after_s']:g} s, not all taken)"
+    return text + (f" ({row['partial']})" if "partial" in row else "")
+
+
+def _queue_section(index: _Index) -> list[str]:
+    lines: list[str] = []
+    body = []
+    for row in index.of("queue"):
+        ok = _ok(row)
+        body.append(
+            [
+                str(row["contenders"]),
+                row["label"],
+                _rate(row["rate"]) if ok else "—",
+                f"{row['rate_spread']:.0%}" if ok else "—",
+                _ms(_latency(row, "take", "p50")),
+                _ms(_latency(row, "take", "p99")),
+                _requests_per_item(row),
+                _vs_ours(index, row, lambda r: r.get("rate")),
+                _queue_check(row),
+            ]
+        )
+    if body:
+        header = [
+            "consumers",
+            "library",
+            "items/s",
+            "spread",
+            "take p50",
+            "take p99",
+            "server requests per item",
+            "aiocoord ÷ this",
+            "check (every item taken exactly once)",
+        ]
+        lines += [
+            "## Queues: items through one queue",
+            "",
+            "One producer (8 puts outstanding, at most 200 items waiting) and 1, 4 or 8 "
+            "consumers, each in its own session. After the window the producer stops and "
+            "the consumers take what is left; every acknowledged item must have been taken "
+            "exactly once. Server requests per item: packets the server received during the "
+            "whole run (puts, takes, watches, pings) per item taken. Variants: aiocoord/take "
+            "and kazoo/locking take at least once (the item stays until the consumer is done); "
+            "curator/simple is SimpleDistributedQueue, curator/distributed DistributedQueue "
+            "with a QueueConsumer (it calls no take, so it has no take latency).",
+            "",
+            *_table(header, body),
+            "",
+        ]
+    body = []
+    for row in index.of("drain"):
+        ok = _ok(row)
+        extra = row.get("extra", {})
+        body.append(
+            [
+                row["label"],
+                _rate(row["rate"]) if ok else "—",
+                f"{row['rate_spread']:.0%}" if ok else "—",
+                f"{extra['drain_s']:.1f} s" if ok and "drain_s" in extra else "—",
+                _ms(_latency(row, "take", "p50")),
+                _ms(_latency(row, "take", "p99")),
+                _rate(extra["produce_rate"]) if ok and "produce_rate" in extra else "—",
+                _requests_per_item(row),
+                _vs_ours(index, row, lambda r: r.get("rate")),
+                _queue_check(row),
+            ]
+        )
+    if body:
+        header = [
+            "library",
+            "items/s drained",
+            "spread",
+            "drain time",
+            "take p50",
+            "take p99",
+            "items/s produced",
+            "server requests per item (put + take)",
+            "aiocoord ÷ this",
+            "check (every item taken exactly once)",
+        ]
+        lines += [
+            "## Queues: produce 10,000 items, then drain them with one consumer",
+            "",
+            *_table(header, body),
+            "",
+        ]
+    return lines
+
+
+def _cache_section(index: _Index) -> list[str]:
+    lines: list[str] = []
+
+    def build_s(row: Row | None) -> float | None:
+        if row is None or not _ok(row):
+            return None
+        value = row.get("extra", {}).get("build_s")
+        return float(value) if value is not None else None
+
+    body = []
+    for row in index.of("cache_build"):
+        ok = _ok(row)
+        extra = row.get("extra", {})
+        heap = extra.get("heap_per_node_bytes")
+        body.append(
+            [
+                row["label"],
+                f"{extra['nodes']:,}" if ok else "—",
+                _ms(build_s(row)),
+                f"{row['rate_spread']:.0%}" if ok else "—",
+                f"{extra['rss_per_node_bytes']:,.0f} B" if ok else "—",
+                f"{heap:,.0f} B" if ok and heap is not None else "—",
+                _vs_ours(index, row, build_s),
+                _check(row),
+            ]
+        )
+    if body:
+        header = [
+            "library",
+            "nodes",
+            "seconds to build",
+            "spread",
+            "RSS growth per node",
+            "heap per node (after GC)",
+            "aiocoord ÷ this (seconds)",
+            "check (view = tree)",
+        ]
+        lines += [
+            "## Caches: building a tree cache",
+            "",
+            "A tree of 10 x 10 x 100 nodes with 100-byte values, created before the "
+            "measurement; the time from starting the cache until it reports itself "
+            "initialized, in a session of its own. Memory: the client process's RSS growth "
+            "(after a garbage collection) while the cache is open, per node; the JVM's RSS "
+            "says little (its heap grows and shrinks on its own), so Java also reports the "
+            "used heap after a GC. The warm-up builds and closes caches of a 1,110-node tree.",
+            "",
+            *_table(header, body),
+            "",
+        ]
+    body = []
+    for row in index.of("cache_events"):
+        ok = _ok(row)
+        extra = row.get("extra", {})
+        n = (row.get("latency_ms", {}).get("event") or {}).get("n", 0)
+        cells = [row["label"], f"{n:,}" if ok else "—"]
+        cells.append(_rate(extra["sets_per_s"]) if ok and "sets_per_s" in extra else "—")
+        cells += [_ms(_latency(row, "event", p)) for p in ("p50", "p99", "max")]
+        cells.append(f"{extra.get('missed_events', 0):,}" if ok else "—")
+        for point in ("p50", "p99"):
+            cells.append(_vs_ours(index, row, lambda r, p=point: _latency(r, "event", p)))
+        cells.append(_check(row))
+        body.append(cells)
+    if body:
+        header = [
+            "library",
+            "events",
+            "sets/s sent",
+            "p50",
+            "p99",
+            "max",
+            "sets never seen as an event",
+            "aiocoord ÷ this (p50)",
+            "aiocoord ÷ this (p99)",
+            "check (view = last sets)",
+        ]
+        lines += [
+            "## Caches: event latency (ms)",
+            "",
+            "A cache of a 1,110-node tree (1,000 leaves) while another client of the same "
+            "process, in its own session, sets 1,000 leaves per second (each leaf once a "
+            "second), every value carrying its send time: from the set being sent to the "
+            "cache's listener seeing the new value. Afterwards the view must hold the last "
+            "value set on every leaf.",
+            "",
+            *_table(header, body),
+            "",
+        ]
+    return lines
 
 
 def _memory_section(index: _Index) -> list[str]:

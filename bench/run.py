@@ -7,7 +7,9 @@ to core 0), finds the runners (every
 ``bench/runners/*_runner.py``, and Curator plus the plain Java client from
 ``bench/java/Bench.java``, compiled now), asks each what it offers, and runs
 every scenario, library and contender count as its own subprocess pinned to
-core 1, each in a fresh znode that is deleted afterwards. Writes
+core 1, each in a fresh znode that is deleted afterwards. Around every run it
+reads the servers' received-packet counters (``srvr``), so that a run's record
+says how many requests the whole run cost the servers. Writes
 ``bench/results/<date>.{json,md,png}``.
 
 Environment: ``BENCH_SECONDS`` (measured seconds per run, default 10),
@@ -55,7 +57,19 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 RESULTS = BENCH_DIR / "results"
 JAVA_LIBS = Path("/usr/share/java")
-SCENARIOS = ("mutex", "counter", "pipelined", "latency", "election", "barrier", "memory")
+SCENARIOS = (
+    "mutex",
+    "counter",
+    "pipelined",
+    "latency",
+    "election",
+    "barrier",
+    "queue",
+    "drain",
+    "cache_build",
+    "cache_events",
+    "memory",
+)
 SERVER_CORE, CLIENT_CORE = 0, 1
 TICK_TIME_MS = 2000
 
@@ -82,7 +96,7 @@ SERVER_CONFIGS = (
         "standalone, forceSync=no (the test kit's setting)",
         1,
         False,
-        ("mutex", "counter", "pipelined", "latency", "election", "barrier"),
+        tuple(s for s in SCENARIOS if s != "memory"),
     ),
     ServerConfig(
         "ensemble",
@@ -98,6 +112,9 @@ LIST_TIMEOUT = 60.0
 RUN_OVERHEAD = 120.0
 """Seconds a run may take beyond warm-up and window: connecting, stopping, checking."""
 MEMORY_TIMEOUT = 900.0
+WORK_TIMEOUTS = {"drain": 780.0, "cache_build": 780.0}
+"""Seconds a run of a scenario that measures a fixed amount of work (not a window)
+may take besides its warm-up: the runners give up on the work after 600 s."""
 SERVER_WARMUP_S = 8.0
 """Load the fresh server this long first, so that its JIT has compiled the request path."""
 QUIET_LOAD = 0.2
@@ -377,11 +394,12 @@ async def run_one(
     command += ["--warmup", f"{config.warmup:g}"]
     if subject.variant:
         command += ["--variant", subject.variant]
-    timeout = (
-        MEMORY_TIMEOUT
-        if subject.scenario == "memory"
-        else config.warmup + config.seconds + RUN_OVERHEAD
-    )
+    if subject.scenario == "memory":
+        timeout = MEMORY_TIMEOUT
+    elif subject.scenario in WORK_TIMEOUTS:
+        timeout = config.warmup + WORK_TIMEOUTS[subject.scenario]
+    else:
+        timeout = config.warmup + config.seconds + RUN_OVERHEAD
     record: dict[str, Any] = {
         "server": servers.config.name,
         "library": subject.library,
@@ -392,6 +410,7 @@ async def run_one(
         "path": path,
     }
     record["quiet_wait_s"] = await wait_for_quiet(servers.pids)
+    packets_before = await server_packets(servers)
     meter = CpuMeter(servers.pids)
     started = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
@@ -412,8 +431,11 @@ async def run_one(
     finally:
         record["wall_s"] = time.monotonic() - started
         record["cpu"] = meter.read()
+        packets_after = await server_packets(servers)
+        if packets_before is not None and packets_after is not None:
+            record["server_packets"] = packets_after - packets_before
         try:
-            await asyncio.wait_for(client.delete_recursive(path), 120)
+            await asyncio.wait_for(delete_tree(client, path), 120)
         except Exception as error:
             record.setdefault("error", f"cleaning up {path} failed: {error!r}")
     line = _last_json_line(stdout.decode(errors="replace"))
@@ -430,14 +452,68 @@ async def run_one(
     return record
 
 
+async def server_packets(servers: Servers) -> int | None:
+    """Packets the servers have received from clients so far (``srvr``'s
+    "Received", summed over an ensemble's members); None if one cannot say."""
+    total = 0
+    for member in servers.connect_string.split(","):
+        host, port = member.rsplit(":", 1)
+        try:
+            text = await four_letter_word(host, int(port), "srvr")
+        except OSError:
+            return None
+        received = [line for line in text.splitlines() if line.startswith("Received:")]
+        if not received:
+            return None
+        total += int(received[0].split(":", 1)[1])
+    return total
+
+
+CLEANUP_BATCH = 1000
+"""Listings or deletes per pipelined round trip when a run's znode is deleted."""
+
+
+async def delete_tree(client: aiocoord.Client, path: str) -> None:
+    """Delete ``path`` and everything below it: the tree is listed level by level
+    and deleted deepest level first, CLEANUP_BATCH requests per round trip (a
+    cache scenario leaves 10,000 nodes behind); ``delete_recursive`` then takes
+    whatever is left (a node that appeared meanwhile)."""
+    levels = [[path]]
+    while levels[-1]:
+        below: list[str] = []
+        for start in range(0, len(levels[-1]), CLEANUP_BATCH):
+            chunk = levels[-1][start : start + CLEANUP_BATCH]
+            pipeline = client.pipeline()
+            for node in chunk:
+                pipeline.children(node)
+            for node, outcome in zip(chunk, await pipeline.execute(), strict=True):
+                if not isinstance(outcome, Exception):
+                    below += [f"{node}/{name}" for name in outcome[0]]
+        levels.append(below)
+    for level in reversed(levels):
+        for start in range(0, len(level), CLEANUP_BATCH):
+            pipeline = client.pipeline()
+            for node in level[start : start + CLEANUP_BATCH]:
+                pipeline.delete(node)
+            await pipeline.execute()
+    await client.delete_recursive(path)
+
+
 def describe(record: dict[str, Any]) -> str:
     if "error" in record:
         return f"ERROR {record['error']}"
     if record.get("violation"):
         return f"VIOLATION {record['violation']}"
+    extra = record.get("extra", {})
+    if "build_s" in extra:
+        return f"{extra['build_s']:.2f} s to build {extra['nodes']:,} nodes"
     latency: dict[str, float] = next(iter(record["latency_ms"].values()), {})
     p99 = f", p99 {latency['p99']:.2f} ms" if "p99" in latency else ""
-    return f"{record['rate']:,.0f} ops/s{p99}"
+    per_item = ""
+    items = extra.get("items", 0) + extra.get("warm_items", 0)
+    if items and record.get("server_packets") is not None:
+        per_item = f", {record['server_packets'] / items:.1f} server requests per item"
+    return f"{record['rate']:,.0f} ops/s{p99}{per_item}"
 
 
 # --- facts about the machine ------------------------------------------------------------

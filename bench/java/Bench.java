@@ -7,18 +7,24 @@
  *   java Bench LIBRARY --list
  *
  * LIBRARY is "curator" (InterProcessMutex, DistributedAtomicLong, LeaderSelector,
- * DistributedDoubleBarrier) or "java" (the
+ * DistributedDoubleBarrier, SimpleDistributedQueue, DistributedQueue, CuratorCache) or "java" (the
  * plain client: pipelined async setData, sequential round trips). The result is
  * one JSON line on stdout. PATH exists already; everything goes below it.
  */
 
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -28,6 +34,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BiConsumer;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.atomic.AtomicStats;
@@ -35,9 +44,19 @@ import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.atomic.PromotedToLock;
 import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
+import org.apache.curator.framework.recipes.cache.ChildData;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListenerBuilder;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.queue.DistributedQueue;
+import org.apache.curator.framework.recipes.queue.QueueBuilder;
+import org.apache.curator.framework.recipes.queue.QueueConsumer;
+import org.apache.curator.framework.recipes.queue.QueueSerializer;
+import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.AsyncCallback;
@@ -55,6 +74,22 @@ public final class Bench {
     static final int SESSION_TIMEOUT_MS = 10_000;
     /** Double barrier: how long the first participants get to queue before the last enters. */
     static final long BARRIER_STAGING_MS = 50;
+    // Queues and caches: the same numbers as bench/runners/_common.py.
+    /** The queue producer keeps at most this many items put but not yet taken. */
+    static final int QUEUE_BACKLOG = 200;
+    /** Puts the producer keeps outstanding (threads sharing its one session). */
+    static final int PRODUCER_CONCURRENCY = 8;
+    static final int DRAIN_ITEMS = 10_000;
+    static final long DRAIN_LIMIT_MS = 600_000;
+    static final long QUEUE_GRACE_MS = 60_000;
+    /** How often a waiting consumer looks whether it should stop. */
+    static final long POLL_MS = 100;
+    static final int[] TREE_SHAPE = {10, 10, 100};
+    static final int[] SMALL_TREE_SHAPE = {10, 10, 10};
+    static final int VALUE_SIZE = 100;
+    static final int SET_RATE = 1000;
+    static final int CREATE_DEPTH = 1000;
+    static final long CONVERGE_MS = 30_000;
 
     /** One run as the driver asks for it. */
     record Args(String library, String scenario, int contenders, double seconds,
@@ -84,8 +119,12 @@ public final class Bench {
         final long end;
 
         Window(Args args) {
-            start = System.nanoTime() + (long) (args.warmup() * 1e9);
-            end = start + (long) (args.seconds() * 1e9);
+            this(args.seconds(), args.warmup());
+        }
+
+        Window(double seconds, double warmup) {
+            start = System.nanoTime() + (long) (warmup * 1e9);
+            end = start + (long) (seconds * 1e9);
         }
 
         boolean over() {
@@ -112,6 +151,13 @@ public final class Bench {
 
         Stats(Window window) {
             this.window = window;
+        }
+
+        /** Count an operation without a latency, if it finished in the window. */
+        void count(long finished) {
+            if (window.counts(finished)) {
+                ops++;
+            }
         }
 
         void record(String kind, long started, long finished) {
@@ -186,7 +232,10 @@ public final class Bench {
         String offers = switch (library) {
             case "curator" -> offer("mutex", "", "1, 8, 32") + ", " + offer("counter", "", "1, 8, 32")
                     + ", " + offer("counter", "promoted", "1, 8, 32") + ", " + offer("election", "", "8")
-                    + ", " + offer("barrier", "", "8, 32");
+                    + ", " + offer("barrier", "", "8, 32")
+                    + ", " + offer("queue", "simple", "1, 4, 8") + ", " + offer("queue", "distributed", "1, 4, 8")
+                    + ", " + offer("drain", "simple", "1") + ", " + offer("drain", "distributed", "1")
+                    + ", " + offer("cache_build", "", "1") + ", " + offer("cache_events", "", "1");
             case "java" -> offer("pipelined", "", "1") + ", " + offer("latency", "", "1");
             default -> throw new IllegalArgumentException("unknown library " + library);
         };
@@ -206,6 +255,12 @@ public final class Bench {
             case "curator counter promoted" -> curatorCounter(args, true);
             case "curator election" -> curatorElection(args);
             case "curator barrier" -> curatorBarrier(args);
+            case "curator queue simple" -> curatorQueue(args, false);
+            case "curator queue distributed" -> curatorQueue(args, true);
+            case "curator drain simple" -> curatorDrain(args, false);
+            case "curator drain distributed" -> curatorDrain(args, true);
+            case "curator cache_build" -> curatorCacheBuild(args);
+            case "curator cache_events" -> curatorCacheEvents(args);
             case "java pipelined" -> rawPipelined(args);
             case "java latency" -> rawLatency(args);
             default -> throw new IllegalArgumentException("not offered: " + key.trim());
@@ -450,6 +505,668 @@ public final class Bench {
         }
     }
 
+    // --- Curator queues ------------------------------------------------------------
+
+    /**
+     * The exactly-once check of a queue: the producer puts unique items and records
+     * each acknowledged put; consumers record what they take. Every acknowledged
+     * item must be taken exactly once.
+     */
+    static final class Ledger {
+        final AtomicLong numbers = new AtomicLong();
+        final Set<Long> acked = ConcurrentHashMap.newKeySet();
+        final Set<Long> taken = ConcurrentHashMap.newKeySet();
+        final AtomicLong duplicates = new AtomicLong();
+        final AtomicLong foreign = new AtomicLong();
+
+        long next() {
+            return numbers.getAndIncrement();
+        }
+
+        static byte[] bytes(long number) {
+            return Long.toString(number).getBytes(StandardCharsets.US_ASCII);
+        }
+
+        void putDone(long number) {
+            acked.add(number);
+        }
+
+        void took(byte[] data) {
+            long number;
+            try {
+                number = Long.parseLong(new String(data, StandardCharsets.US_ASCII));
+            } catch (NumberFormatException error) {
+                foreign.incrementAndGet();
+                return;
+            }
+            if (!taken.add(number)) {
+                duplicates.incrementAndGet();
+            }
+        }
+
+        boolean complete() {
+            return taken.size() >= acked.size() && taken.containsAll(acked);
+        }
+
+        long lost() {
+            return acked.stream().filter(n -> !taken.contains(n)).count();
+        }
+
+        String violation(boolean finished) {
+            List<String> problems = new ArrayList<>();
+            if (duplicates.get() > 0) {
+                problems.add(duplicates.get() + " items taken twice");
+            }
+            if (finished && lost() > 0) {
+                problems.add(lost() + " acknowledged items never taken");
+            }
+            if (foreign.get() > 0) {
+                problems.add(foreign.get() + " items taken that no producer put");
+            }
+            return problems.isEmpty() ? null : String.join("; ", problems);
+        }
+
+        String extra() {
+            long unacked = taken.stream().filter(n -> !acked.contains(n)).count();
+            return "\"items\": " + taken.size() + ", \"acked\": " + acked.size()
+                    + ", \"duplicates\": " + duplicates.get() + ", \"lost\": " + lost()
+                    + ", \"taken_unacknowledged\": " + unacked;
+        }
+    }
+
+    interface Put {
+        void put(byte[] item) throws Exception;
+    }
+
+    /** Where a consumer hands what it took: the item, and when its take call began (0: pushed). */
+    interface Sink {
+        void take(byte[] item, long started);
+    }
+
+    /** A consumer in its own session: pulls (SimpleDistributedQueue) or is pushed to. */
+    interface Taker {
+        void start(Sink sink) throws Exception;
+
+        boolean failed();
+
+        void stop() throws Exception;
+    }
+
+    static final QueueSerializer<byte[]> BYTES = new QueueSerializer<>() {
+        @Override
+        public byte[] serialize(byte[] item) {
+            return item;
+        }
+
+        @Override
+        public byte[] deserialize(byte[] bytes) {
+            return bytes;
+        }
+    };
+
+    /** SimpleDistributedQueue: a thread polling (it waits on a children watch). */
+    static final class SimpleTaker implements Taker {
+        final SimpleDistributedQueue queue;
+        volatile boolean stopped;
+        volatile Throwable error;
+        Thread thread;
+
+        SimpleTaker(CuratorFramework client, String path) {
+            queue = new SimpleDistributedQueue(client, path);
+        }
+
+        @Override
+        public void start(Sink sink) {
+            thread = new Thread(() -> {
+                try {
+                    while (!stopped) {
+                        long started = System.nanoTime();
+                        byte[] item = queue.poll(POLL_MS, TimeUnit.MILLISECONDS);
+                        if (item != null) {
+                            sink.take(item, started);
+                        }
+                    }
+                } catch (Throwable failure) {
+                    error = failure;
+                }
+            });
+            thread.setDaemon(true);
+            thread.start();
+        }
+
+        @Override
+        public boolean failed() {
+            return error != null;
+        }
+
+        @Override
+        public void stop() throws Exception {
+            stopped = true;
+            if (thread == null) {
+                return;
+            }
+            thread.join(STOP_GRACE_MS);
+            if (error != null) {
+                throw new RuntimeException("a consumer failed", error);
+            }
+            if (thread.isAlive()) {
+                throw new TimeoutException("a consumer still running after it was stopped");
+            }
+        }
+    }
+
+    /** DistributedQueue with a QueueConsumer: Curator pushes every item it takes. */
+    static final class DistributedTaker implements Taker {
+        final CuratorFramework client;
+        final String path;
+        DistributedQueue<byte[]> queue;
+
+        DistributedTaker(CuratorFramework client, String path) {
+            this.client = client;
+            this.path = path;
+        }
+
+        @Override
+        public void start(Sink sink) throws Exception {
+            QueueConsumer<byte[]> consumer = new QueueConsumer<>() {
+                @Override
+                public void consumeMessage(byte[] item) {
+                    sink.take(item, 0);
+                }
+
+                @Override
+                public void stateChanged(CuratorFramework client, ConnectionState state) {
+                }
+            };
+            queue = QueueBuilder.builder(client, consumer, BYTES, path).buildQueue();
+            queue.start();
+        }
+
+        @Override
+        public boolean failed() {
+            return false;
+        }
+
+        @Override
+        public void stop() throws Exception {
+            if (queue != null) {
+                queue.close();
+            }
+        }
+    }
+
+    static Taker taker(CuratorFramework client, String path, boolean distributed) {
+        return distributed ? new DistributedTaker(client, path) : new SimpleTaker(client, path);
+    }
+
+    /** The producer's put; a DistributedQueue it opens goes into closers. */
+    static Put producer(CuratorFramework client, String path, boolean distributed,
+                        List<DistributedQueue<byte[]>> closers) throws Exception {
+        if (!distributed) {
+            SimpleDistributedQueue queue = new SimpleDistributedQueue(client, path);
+            return queue::offer;
+        }
+        // Synchronous puts, so that "acknowledged" means the item node exists.
+        DistributedQueue<byte[]> queue = QueueBuilder.builder(client, null, BYTES, path)
+                .putInBackground(false).buildQueue();
+        queue.start();
+        closers.add(queue);
+        return queue::put;
+    }
+
+    static void closeQueues(List<DistributedQueue<byte[]>> queues) {
+        for (DistributedQueue<byte[]> queue : queues) {
+            try {
+                queue.close();
+            } catch (Exception ignored) {
+                // closing is best effort
+            }
+        }
+    }
+
+    /**
+     * One producer (PRODUCER_CONCURRENCY threads sharing its session, at most
+     * QUEUE_BACKLOG items put but not taken) and the takers until the window ends;
+     * then the takers take what is left. True if every acknowledged item was taken.
+     */
+    static boolean flow(Window window, Ledger ledger, Put put, List<Taker> takers,
+                        List<Stats> tallies) throws Exception {
+        Semaphore permits = new Semaphore(QUEUE_BACKLOG);
+        boolean complete = false;
+        try {
+            for (int i = 0; i < takers.size(); i++) {
+                Stats stats = tallies.get(i);
+                takers.get(i).start((item, started) -> {
+                    long now = System.nanoTime();
+                    synchronized (stats) {
+                        if (started != 0) {
+                            stats.record("take", started, now);
+                        } else {
+                            stats.count(now);
+                        }
+                    }
+                    ledger.took(item);
+                    permits.release();
+                });
+            }
+            List<Body> producers = new ArrayList<>();
+            for (int i = 0; i < PRODUCER_CONCURRENCY; i++) {
+                producers.add(() -> {
+                    while (!window.over()) {
+                        if (!permits.tryAcquire(POLL_MS, TimeUnit.MILLISECONDS)) {
+                            continue;
+                        }
+                        long number = ledger.next();
+                        put.put(Ledger.bytes(number));
+                        ledger.putDone(number);
+                    }
+                });
+            }
+            runThreads(window, producers);
+            long deadline = System.nanoTime() + QUEUE_GRACE_MS * 1_000_000L;
+            while (!(complete = ledger.complete()) && System.nanoTime() < deadline
+                    && takers.stream().noneMatch(Taker::failed)) {
+                Thread.sleep(10);
+            }
+        } finally {
+            for (Taker taker : takers) {
+                taker.stop();
+            }
+        }
+        return complete;
+    }
+
+    /** Items/s through one queue: one producer, CONTENDERS consumers, each in its own session. */
+    static String curatorQueue(Args args, boolean distributed) throws Exception {
+        String path = args.path() + "/queue";
+        List<CuratorFramework> clients = curatorClients(args.connect(), 1 + args.contenders());
+        List<DistributedQueue<byte[]>> queues = new ArrayList<>();
+        try {
+            Put put = producer(clients.get(0), path, distributed, queues);
+            List<Taker> takers = new ArrayList<>();
+            List<Stats> tallies = new ArrayList<>();
+            Window window = new Window(args);
+            for (CuratorFramework client : clients.subList(1, clients.size())) {
+                takers.add(taker(client, path, distributed));
+                tallies.add(new Stats(window));
+            }
+            Ledger ledger = new Ledger();
+            boolean complete = flow(window, ledger, put, takers, tallies);
+            String violation = ledger.violation(true);
+            if (!complete && violation == null) {
+                violation = "items still missing " + QUEUE_GRACE_MS / 1000 + " s after the window";
+            }
+            return result(args, window, tallies, violation, ledger.extra()
+                    + ", \"backlog\": " + QUEUE_BACKLOG
+                    + ", \"producer_concurrency\": " + PRODUCER_CONCURRENCY);
+        } finally {
+            closeQueues(queues);
+            closeAll(clients);
+        }
+    }
+
+    /**
+     * Put DRAIN_ITEMS items (PRODUCER_CONCURRENCY threads), then take them all with
+     * one consumer in another session; the rate is the drain's. The warm-up runs
+     * the producer and a consumer on another queue.
+     */
+    static String curatorDrain(Args args, boolean distributed) throws Exception {
+        List<CuratorFramework> clients = curatorClients(args.connect(), 2);
+        List<DistributedQueue<byte[]>> queues = new ArrayList<>();
+        try {
+            CuratorFramework producing = clients.get(0);
+            CuratorFramework consuming = clients.get(1);
+            Ledger warmLedger = new Ledger();
+            if (args.warmup() > 0) {
+                String warmPath = args.path() + "/warm";
+                Window warm = new Window(args.warmup(), 0);
+                flow(warm, warmLedger, producer(producing, warmPath, distributed, queues),
+                        List.of(taker(consuming, warmPath, distributed)), List.of(new Stats(warm)));
+            }
+            String path = args.path() + "/queue";
+            Put put = producer(producing, path, distributed, queues);
+            Ledger ledger = new Ledger();
+            List<Body> producers = new ArrayList<>();
+            for (int i = 0; i < PRODUCER_CONCURRENCY; i++) {
+                producers.add(() -> {
+                    long number;
+                    while ((number = ledger.next()) < DRAIN_ITEMS) {
+                        put.put(Ledger.bytes(number));
+                        ledger.putDone(number);
+                    }
+                });
+            }
+            long started = System.nanoTime();
+            runThreads(new Window(DRAIN_LIMIT_MS / 1000.0, 0), producers);
+            double produceSeconds = (System.nanoTime() - started) / 1e9;
+            Stats stats = new Stats(new Window((DRAIN_LIMIT_MS + STOP_GRACE_MS) / 1000.0, 0));
+            CountDownLatch all = new CountDownLatch(DRAIN_ITEMS);
+            Taker taker = taker(consuming, path, distributed);
+            started = System.nanoTime();
+            boolean done;
+            try {
+                taker.start((item, began) -> {
+                    long now = System.nanoTime();
+                    synchronized (stats) {
+                        if (began != 0) {
+                            stats.record("take", began, now);
+                        } else {
+                            stats.count(now);
+                        }
+                    }
+                    ledger.took(item);
+                    all.countDown();
+                });
+                done = all.await(DRAIN_LIMIT_MS, TimeUnit.MILLISECONDS);
+            } finally {
+                taker.stop();
+            }
+            double drainSeconds = (System.nanoTime() - started) / 1e9;
+            String extra = ledger.extra()
+                    + ", \"produce_s\": " + number(produceSeconds)
+                    + ", \"produce_rate\": " + number(DRAIN_ITEMS / produceSeconds)
+                    + ", \"drain_s\": " + number(drainSeconds)
+                    + ", \"producer_concurrency\": " + PRODUCER_CONCURRENCY
+                    + ", \"warm_items\": " + warmLedger.taken.size();
+            if (!done) {
+                extra += ", \"gave_up_after_s\": " + number(DRAIN_LIMIT_MS / 1000.0);
+            }
+            synchronized (stats) {
+                // Slow, not wrong: an unfinished drain is only checked for duplicates.
+                return result(args, drainSeconds, List.of(stats), ledger.violation(done), extra);
+            }
+        } finally {
+            closeQueues(queues);
+            closeAll(clients);
+        }
+    }
+
+    // --- Curator caches ------------------------------------------------------------
+
+    /** Every node below root of a tree with shape[i] children per node at depth i,
+     *  parents first. */
+    static List<String> treePaths(String root, int[] shape) {
+        List<String> all = new ArrayList<>();
+        List<String> level = List.of(root);
+        for (int fanOut : shape) {
+            List<String> next = new ArrayList<>();
+            for (String parent : level) {
+                for (int i = 0; i < fanOut; i++) {
+                    next.add(parent + String.format(Locale.ROOT, "/n%03d", i));
+                }
+            }
+            all.addAll(next);
+            level = next;
+        }
+        return all;
+    }
+
+    static int treeSize(int[] shape) {
+        return 1 + treePaths("", shape).size();
+    }
+
+    /** A node's value: its path, padded with dots to VALUE_SIZE bytes. */
+    static byte[] nodeValue(String path) {
+        byte[] value = new byte[VALUE_SIZE];
+        Arrays.fill(value, (byte) '.');
+        byte[] name = path.getBytes(StandardCharsets.US_ASCII);
+        System.arraycopy(name, 0, value, 0, Math.min(name.length, VALUE_SIZE));
+        return value;
+    }
+
+    static byte[] stamp(long nanos) {
+        byte[] value = nodeValue("");
+        byte[] digits = String.format(Locale.ROOT, "%020d", nanos).getBytes(StandardCharsets.US_ASCII);
+        System.arraycopy(digits, 0, value, 0, 20);
+        return value;
+    }
+
+    static Long readStamp(byte[] data) {
+        if (data == null || data.length < 20) {
+            return null;
+        }
+        for (int i = 0; i < 20; i++) {
+            if (data[i] < '0' || data[i] > '9') {
+                return null;
+            }
+        }
+        return Long.parseLong(new String(data, 0, 20, StandardCharsets.US_ASCII));
+    }
+
+    /** Create root and the tree below it with background creates, CREATE_DEPTH outstanding. */
+    static void makeTree(CuratorFramework client, String root, int[] shape) throws Exception {
+        List<String> paths = new ArrayList<>();
+        paths.add(root);
+        paths.addAll(treePaths(root, shape));
+        Semaphore slots = new Semaphore(CREATE_DEPTH);
+        AtomicReference<String> error = new AtomicReference<>();
+        for (String path : paths) {
+            slots.acquire();
+            client.create().inBackground((c, event) -> {
+                if (event.getResultCode() != 0) {
+                    error.compareAndSet(null, event.getPath() + ": code " + event.getResultCode());
+                }
+                slots.release();
+            }).forPath(path, nodeValue(path));
+        }
+        if (!slots.tryAcquire(CREATE_DEPTH, STOP_GRACE_MS, TimeUnit.MILLISECONDS)) {
+            throw new TimeoutException("creates still outstanding");
+        }
+        if (error.get() != null) {
+            throw new IllegalStateException("creating the tree failed: " + error.get());
+        }
+    }
+
+    /** A CuratorCache whose start returns once it is initialized. */
+    static final class Cache {
+        final CuratorCache cache;
+        final CountDownLatch initialized = new CountDownLatch(1);
+
+        Cache(CuratorFramework client, String path, BiConsumer<String, byte[]> onUpdate) {
+            cache = CuratorCache.build(client, path);
+            CuratorCacheListenerBuilder listener = CuratorCacheListener.builder()
+                    .forInitialized(initialized::countDown);
+            if (onUpdate != null) {
+                listener = listener.forChanges((before, after) -> onUpdate.accept(after.getPath(), after.getData()));
+            }
+            cache.listenable().addListener(listener.build());
+        }
+
+        void start() throws Exception {
+            cache.start();
+            if (!initialized.await(DRAIN_LIMIT_MS, TimeUnit.MILLISECONDS)) {
+                throw new TimeoutException("CuratorCache not initialized");
+            }
+        }
+
+        byte[] value(String path) {
+            return cache.get(path).map(ChildData::getData).orElse(null);
+        }
+
+        void close() {
+            cache.close();
+        }
+    }
+
+    static long rssKib() throws Exception {
+        for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
+            if (line.startsWith("VmRSS:")) {
+                return Long.parseLong(line.split("\\s+")[1]);
+            }
+        }
+        throw new IllegalStateException("no VmRSS in /proc/self/status");
+    }
+
+    static long heapAfterGc() {
+        for (int i = 0; i < 3; i++) {
+            System.gc();
+        }
+        return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+    }
+
+    /**
+     * Seconds until a CuratorCache of a TREE_SHAPE tree (made beforehand) is
+     * initialized, and the memory it costs per node: RSS growth and used heap
+     * after a GC. The warm-up builds and closes caches of a smaller tree.
+     */
+    static String curatorCacheBuild(Args args) throws Exception {
+        String root = args.path() + "/tree";
+        String warmRoot = args.path() + "/warm";
+        List<CuratorFramework> clients = curatorClients(args.connect(), 2);
+        try {
+            CuratorFramework writer = clients.get(0);
+            CuratorFramework reader = clients.get(1);
+            makeTree(writer, root, TREE_SHAPE);
+            int builds = 0;
+            if (args.warmup() > 0) {
+                makeTree(writer, warmRoot, SMALL_TREE_SHAPE);
+                long deadline = System.nanoTime() + (long) (args.warmup() * 1e9);
+                while (builds == 0 || System.nanoTime() < deadline) {
+                    Cache warm = new Cache(reader, warmRoot, null);
+                    warm.start();
+                    warm.close();
+                    builds++;
+                }
+            }
+            long heapBefore = heapAfterGc();
+            long rssBefore = rssKib();
+            Cache cache = new Cache(reader, root, null);
+            long started = System.nanoTime();
+            cache.start();
+            double buildSeconds = (System.nanoTime() - started) / 1e9;
+            String violation = null;
+            long heapAfter;
+            long rssAfter;
+            try {
+                heapAfter = heapAfterGc();
+                rssAfter = rssKib();
+                List<String> expected = new ArrayList<>();
+                expected.add(root);
+                expected.addAll(treePaths(root, TREE_SHAPE));
+                if (cache.cache.size() != expected.size()) {
+                    violation = "the cache holds " + cache.cache.size() + " nodes, the tree has "
+                            + expected.size();
+                } else {
+                    long wrong = expected.stream()
+                            .filter(p -> !Arrays.equals(cache.value(p), nodeValue(p))).count();
+                    if (wrong > 0) {
+                        violation = wrong + " nodes missing or with the wrong value";
+                    }
+                }
+            } finally {
+                cache.close();
+            }
+            int nodes = treeSize(TREE_SHAPE);
+            String extra = "\"rss_before_kib\": " + rssBefore + ", \"rss_after_kib\": " + rssAfter
+                    + ", \"heap_before_bytes\": " + heapBefore + ", \"heap_after_bytes\": " + heapAfter
+                    + ", \"warm_builds\": " + builds + ", \"nodes\": " + nodes
+                    + ", \"build_s\": " + number(buildSeconds)
+                    + ", \"rss_per_node_bytes\": " + number((rssAfter - rssBefore) * 1024.0 / nodes)
+                    + ", \"heap_per_node_bytes\": " + number((heapAfter - heapBefore) / (double) nodes);
+            Stats built = new Stats(new Window(buildSeconds, 0));
+            built.ops = nodes; // ops and rate: the nodes, per second of the build
+            return result(args, buildSeconds, List.of(built), violation, extra);
+        } finally {
+            closeAll(clients);
+        }
+    }
+
+    /**
+     * Event latency of a CuratorCache of a SMALL_TREE_SHAPE tree while another
+     * client (its own session) sets SET_RATE leaves per second in the background,
+     * each value carrying its send time (System.nanoTime): from the set being sent
+     * to the cache's listener seeing it. Afterwards the view must equal the last
+     * value set on every leaf.
+     */
+    static String curatorCacheEvents(Args args) throws Exception {
+        String root = args.path() + "/tree";
+        List<CuratorFramework> clients = curatorClients(args.connect(), 2);
+        try {
+            CuratorFramework writer = clients.get(0);
+            CuratorFramework reader = clients.get(1);
+            makeTree(writer, root, SMALL_TREE_SHAPE);
+            List<String> all = treePaths(root, SMALL_TREE_SHAPE);
+            int leafCount = SMALL_TREE_SHAPE[0] * SMALL_TREE_SHAPE[1] * SMALL_TREE_SHAPE[2];
+            List<String> leaves = all.subList(all.size() - leafCount, all.size());
+            AtomicReference<Stats> holder = new AtomicReference<>();
+            Set<Long> received = ConcurrentHashMap.newKeySet();
+            Cache cache = new Cache(reader, root, (path, data) -> {
+                long arrived = System.nanoTime();
+                Long sent = readStamp(data);
+                Stats stats = holder.get();
+                if (sent == null || stats == null) {
+                    return;
+                }
+                received.add(sent);
+                synchronized (stats) {
+                    stats.record("event", sent, arrived);
+                }
+            });
+            cache.start();
+            Window window = new Window(args);
+            Stats stats = new Stats(window);
+            holder.set(stats);
+            Map<String, byte[]> last = new HashMap<>();
+            List<Long> sentAt = new ArrayList<>();
+            List<String> stale;
+            try {
+                Semaphore slots = new Semaphore(PIPELINE_DEPTH);
+                AtomicReference<String> error = new AtomicReference<>();
+                double period = 1e9 / SET_RATE;
+                double due = System.nanoTime();
+                long count = 0;
+                while (!window.over()) {
+                    long now = System.nanoTime();
+                    while (due <= now) {
+                        String path = leaves.get((int) (count % leaves.size()));
+                        slots.acquire();
+                        long sent = System.nanoTime();
+                        byte[] data = stamp(sent);
+                        last.put(path, data);
+                        sentAt.add(sent);
+                        writer.setData().inBackground((c, event) -> {
+                            if (event.getResultCode() != 0) {
+                                error.compareAndSet(null, event.getPath() + ": code " + event.getResultCode());
+                            }
+                            slots.release();
+                        }).forPath(path, data);
+                        count++;
+                        due += period;
+                    }
+                    LockSupport.parkNanos(Math.max(0, (long) due - System.nanoTime()));
+                }
+                if (!slots.tryAcquire(PIPELINE_DEPTH, STOP_GRACE_MS, TimeUnit.MILLISECONDS)) {
+                    throw new TimeoutException("sets still outstanding long after the window");
+                }
+                if (error.get() != null) {
+                    throw new IllegalStateException("a set failed: " + error.get());
+                }
+                long deadline = System.nanoTime() + CONVERGE_MS * 1_000_000L;
+                stale = new ArrayList<>(last.keySet());
+                while (true) {
+                    stale.removeIf(p -> Arrays.equals(cache.value(p), last.get(p)));
+                    if (stale.isEmpty() || System.nanoTime() > deadline) {
+                        break;
+                    }
+                    Thread.sleep(50);
+                }
+            } finally {
+                cache.close();
+            }
+            String violation = stale.isEmpty() ? null : stale.size()
+                    + " leaves still stale in the cache " + CONVERGE_MS / 1000 + " s after the last set";
+            long inWindow = sentAt.stream().filter(window::counts).count();
+            long missed = sentAt.stream().filter(ns -> !received.contains(ns)).count();
+            synchronized (stats) {
+                return result(args, window, List.of(stats), violation, "\"sets\": " + sentAt.size()
+                        + ", \"sets_per_s\": " + number(inWindow / window.seconds())
+                        + ", \"missed_events\": " + missed + ", \"leaves\": " + leaves.size());
+            }
+        } finally {
+            closeAll(clients);
+        }
+    }
+
     static RetryNTimes casRetry() {
         return new RetryNTimes(CAS_RETRIES, CAS_SLEEP_MS);
     }
@@ -586,6 +1303,11 @@ public final class Bench {
 
     static String result(Args args, Window window, List<Stats> tallies, String violation,
                          String extra) {
+        return result(args, window.seconds(), tallies, violation, extra);
+    }
+
+    static String result(Args args, double seconds, List<Stats> tallies, String violation,
+                         String extra) {
         long ops = 0;
         long conflicts = 0;
         long failures = 0;
@@ -616,9 +1338,9 @@ public final class Bench {
                 + ", \"variant\": " + quote(args.variant())
                 + ", \"scenario\": " + quote(args.scenario())
                 + ", \"contenders\": " + args.contenders()
-                + ", \"window_s\": " + number(window.seconds())
+                + ", \"window_s\": " + number(seconds)
                 + ", \"ops\": " + ops
-                + ", \"rate\": " + number(ops / window.seconds())
+                + ", \"rate\": " + number(ops / seconds)
                 + ", \"latency_ms\": {" + latency + "}"
                 + ", \"conflicts\": " + conflicts
                 + ", \"failures\": " + failures

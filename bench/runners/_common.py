@@ -18,26 +18,34 @@ from __future__ import annotations
 import argparse
 import asyncio
 import inspect
+import itertools
 import json
 import math
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
     "Gate",
+    "Ledger",
     "Offer",
     "RunArgs",
     "Stats",
     "Window",
+    "cache_events_verdict",
     "main",
+    "node_value",
     "percentiles",
     "read_rss_kib",
+    "read_stamp",
     "result",
+    "stamp",
+    "tree_paths",
+    "tree_size",
 ]
 
 Result = dict[str, Any]
@@ -143,6 +151,173 @@ class Gate:
                 self.inside -= 1
         else:
             self.inside -= 1
+
+
+# --- queues ----------------------------------------------------------------------------
+
+QUEUE_CONSUMERS = (1, 4, 8)
+"""Consumer counts of the queue scenario (one producer besides them)."""
+QUEUE_BACKLOG = 200
+"""The queue scenario's producer keeps at most this many items put but not yet
+taken, so that the consumers are what is measured (not a backlog growing without
+bound). Bench.java uses the same numbers."""
+PRODUCER_CONCURRENCY = 8
+"""Puts the producer keeps outstanding (tasks or threads sharing its one session)."""
+DRAIN_ITEMS = 10_000
+"""Items the drain scenario puts, then takes with one consumer."""
+DRAIN_LIMIT_S = 600.0
+"""The drain scenario gives up (and says so) if taking every item takes longer."""
+QUEUE_GRACE_S = 60.0
+"""Bound on taking what is left in the queue after the window."""
+
+
+class Ledger:
+    """The exactly-once check of a queue.
+
+    The producer puts unique items (``item()`` numbers them) and records each
+    acknowledged put; consumers record every item they take. At the end every
+    acknowledged item must have been taken exactly once: none twice (a
+    duplicate), none never (a loss).
+    """
+
+    def __init__(self, *, threads: bool = False) -> None:
+        self._numbers = itertools.count()
+        self.acked: set[int] = set()
+        self.taken: set[int] = set()
+        self.duplicates = 0
+        self.foreign = 0
+        self._lock = threading.Lock() if threads else None
+
+    def item(self) -> tuple[int, bytes]:
+        """A new unique item: its number, and the bytes to put."""
+        number = next(self._numbers)
+        return number, b"%d" % number
+
+    def put_done(self, number: int) -> None:
+        if self._lock is not None:
+            with self._lock:
+                self.acked.add(number)
+        else:
+            self.acked.add(number)
+
+    def took(self, data: bytes) -> None:
+        """A consumer took ``data`` (counted twice if it had been taken before)."""
+        if self._lock is not None:
+            with self._lock:
+                self._took(data)
+        else:
+            self._took(data)
+
+    def _took(self, data: bytes) -> None:
+        try:
+            number = int(data)
+        except ValueError:
+            self.foreign += 1
+            return
+        if number in self.taken:
+            self.duplicates += 1
+        else:
+            self.taken.add(number)
+
+    def complete(self) -> bool:
+        """Whether every acknowledged item has been taken."""
+        if self._lock is not None:
+            with self._lock:
+                return len(self.taken) >= len(self.acked) and self.acked <= self.taken
+        return len(self.taken) >= len(self.acked) and self.acked <= self.taken
+
+    def check(self) -> tuple[str | None, dict[str, Any]]:
+        """The violation (None if every acknowledged item was taken exactly once),
+        and the counts for the result's ``extra``."""
+        lost = len(self.acked - self.taken)
+        unacked = len(self.taken - self.acked)
+        problems = []
+        if self.duplicates:
+            problems.append(f"{self.duplicates} items taken twice")
+        if lost:
+            problems.append(f"{lost} acknowledged items never taken")
+        if self.foreign:
+            problems.append(f"{self.foreign} items taken that no producer put")
+        extra = {
+            "items": len(self.taken),
+            "acked": len(self.acked),
+            "duplicates": self.duplicates,
+            "lost": lost,
+            "taken_unacknowledged": unacked,
+        }
+        return ("; ".join(problems) or None), extra
+
+
+# --- caches -----------------------------------------------------------------------------
+
+TREE_SHAPE = (10, 10, 100)
+"""The cache_build tree below its root: 10 x 10 x 100 = 10,000 leaves (10,111 nodes
+with the root and inner nodes)."""
+SMALL_TREE_SHAPE = (10, 10, 10)
+"""The cache_events tree (1,000 leaves), also what cache_build warms up on."""
+VALUE_SIZE = 100
+"""Bytes of every node's value."""
+SET_RATE = 1000
+"""Sets per second on the leaves in cache_events (each leaf once per second)."""
+CREATE_DEPTH = 1000
+"""Creates kept outstanding while a runner builds a tree (not measured)."""
+CONVERGE_S = 30.0
+"""Bound on a cache catching up with the last sets after the window."""
+
+
+def tree_paths(root: str, shape: Sequence[int]) -> list[str]:
+    """Every node below ``root`` of a tree with ``shape[i]`` children per node at
+    depth ``i``, parents before children (the order to create them in)."""
+    levels = [[root]]
+    for fan_out in shape:
+        levels.append([f"{parent}/n{i:03d}" for parent in levels[-1] for i in range(fan_out)])
+    return [path for level in levels[1:] for path in level]
+
+
+def tree_size(shape: Sequence[int]) -> int:
+    """Nodes of such a tree, its root included."""
+    return 1 + sum(math.prod(shape[: i + 1]) for i in range(len(shape)))
+
+
+def node_value(path: str) -> bytes:
+    """The VALUE_SIZE-byte value a tree's node is created with (its path, padded)."""
+    return path.encode().ljust(VALUE_SIZE, b".")[:VALUE_SIZE]
+
+
+def stamp(nanoseconds: int) -> bytes:
+    """A VALUE_SIZE-byte value carrying a send time (``time.perf_counter_ns()``)."""
+    return b"%020d" % nanoseconds + b"." * (VALUE_SIZE - 20)
+
+
+def read_stamp(data: bytes | None) -> int | None:
+    """The send time a :func:`stamp` value carries, or None for another value."""
+    if data is None or len(data) < 20 or not data[:20].isdigit():
+        return None
+    return int(data[:20])
+
+
+def cache_events_verdict(
+    window: Window,
+    stale: Sequence[str],
+    sent_at: Sequence[int],
+    received: Collection[int],
+    leaves: Sequence[str],
+) -> tuple[str | None, dict[str, Any]]:
+    """The cache_events run's violation (leaves the cache never caught up with)
+    and its counts: sets sent (by their :func:`stamp`), how many no event carried."""
+    violation = None
+    if stale:
+        violation = (
+            f"{len(stale)} leaves still stale in the cache {CONVERGE_S:g} s after the last set"
+        )
+    in_window = sum(1 for ns in sent_at if window.counts(ns / 1e9))
+    extra = {
+        "sets": len(sent_at),
+        "sets_per_s": in_window / window.seconds,
+        "missed_events": sum(1 for ns in sent_at if ns not in received),
+        "leaves": len(leaves),
+    }
+    return violation, extra
 
 
 def percentiles(samples: Sequence[float]) -> dict[str, float]:

@@ -1,6 +1,7 @@
 """aiocoord under the benchmark: Mutex hand-offs, AtomicLong increments, pipelined
-and single round trips, leader hand-over, double barrier release, and the memory
-cost of many waiters on one Mutex."""
+and single round trips, leader hand-over, double barrier release, Queue throughput
+and drain, TreeCache build and event latency, and the memory cost of many waiters
+on one Mutex."""
 
 from __future__ import annotations
 
@@ -9,17 +10,33 @@ import contextlib
 import gc
 import itertools
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 import aiocoord
 from aiocoord.testing import four_letter_word
 
 from . import _aio
-from ._common import Gate, Offer, Result, RunArgs, Stats, Window, main, read_rss_kib, result
+from ._common import (
+    CREATE_DEPTH,
+    QUEUE_CONSUMERS,
+    Gate,
+    Offer,
+    Result,
+    RunArgs,
+    Stats,
+    Window,
+    main,
+    node_value,
+    read_rss_kib,
+    result,
+    tree_paths,
+)
 
 LIBRARY = "aiocoord"
 SHARED_CLIENT = "shared-client"
 """Variant: all contenders are tasks of one process sharing one client (one session)."""
+TAKE = "take"
+"""Queue variant: consumers take at least once (``async with queue.take()``)."""
 
 MEMORY_WAITERS = 10_000
 QUEUE_TIMEOUT = 300.0
@@ -189,6 +206,120 @@ async def _barrier(args: RunArgs) -> Result:
         return result(args, LIBRARY, window, [stats], violation=violation, extra={"rounds": rounds})
 
 
+# --- queues ------------------------------------------------------------------------
+
+
+def _getter(queue: aiocoord.Queue[bytes], variant: str) -> _aio.Get:
+    """A consumer's take: ``get`` (exactly once) or, for the take variant, an
+    at-least-once ``take`` whose body just returns the item (then it is deleted)."""
+    if variant == TAKE:
+
+        async def take() -> bytes:
+            async with queue.take() as item:
+                data: bytes = item
+            return data
+
+        return take
+
+    async def get() -> bytes:
+        data: bytes = await queue.get()
+        return data
+
+    return get
+
+
+async def _queue(args: RunArgs) -> Result:
+    """One producer and ``contenders`` consumers on one ``Queue``, each in its own session."""
+    path = f"{args.path}/queue"
+    async with _clients(args.connect, 1 + args.contenders) as (producer, *consumers):
+        queue = aiocoord.Queue(producer, path)
+        gets = [_getter(aiocoord.Queue(client, path), args.variant) for client in consumers]
+        return await _aio.queue(args, LIBRARY, queue.put, gets)
+
+
+async def _drain(args: RunArgs) -> Result:
+    """Put DRAIN_ITEMS items with one client, then take them all with another."""
+    async with _clients(args.connect, 2) as (producer, consumer):
+
+        def ends(path: str) -> tuple[_aio.Put, _aio.Get]:
+            return (
+                aiocoord.Queue(producer, path).put,
+                _getter(aiocoord.Queue(consumer, path), args.variant),
+            )
+
+        put, get = ends(f"{args.path}/queue")
+        warm_put, warm_get = ends(f"{args.path}/warm")
+        return await _aio.drain(args, LIBRARY, put, get, warm_put, warm_get)
+
+
+# --- caches ------------------------------------------------------------------------
+
+
+def _tree_maker(client: aiocoord.Client) -> _aio.MakeTree:
+    """Create a tree with pipelined creates, CREATE_DEPTH per round trip (parents
+    are sent before their children, and one session's requests apply in order)."""
+
+    async def make_tree(root: str, shape: Sequence[int]) -> None:
+        paths = [root, *tree_paths(root, shape)]
+        for start in range(0, len(paths), CREATE_DEPTH):
+            pipeline = client.pipeline()
+            for path in paths[start : start + CREATE_DEPTH]:
+                pipeline.create(path, node_value(path))
+            for outcome in await pipeline.execute():
+                if isinstance(outcome, Exception):
+                    raise outcome
+
+    return make_tree
+
+
+class _TreeCache:
+    """aiocoord's TreeCache as the cache scenarios drive it."""
+
+    def __init__(self, client: aiocoord.Client, path: str, on_update: _aio.OnUpdate | None) -> None:
+        self._cache = aiocoord.TreeCache(client, path)
+        if on_update is not None:
+
+            def listener(event: aiocoord.CacheEvent) -> None:
+                if event.type is aiocoord.CacheEventType.UPDATED:
+                    on_update(event.path, event.data)
+
+            self._cache.add_listener(listener)
+
+    async def start(self) -> None:
+        await self._cache.start()
+
+    async def close(self) -> None:
+        await self._cache.aclose()
+
+    def value(self, path: str) -> bytes | None:
+        entry = self._cache.get(path)
+        return None if entry is None else entry[0]
+
+    def paths(self) -> list[str]:
+        return list(self._cache.snapshot())
+
+
+async def _cache_build(args: RunArgs) -> Result:
+    async with _clients(args.connect, 2) as (writer, reader):
+        return await _aio.cache_build(
+            args,
+            LIBRARY,
+            _tree_maker(writer),
+            lambda path, on_update: _TreeCache(reader, path, on_update),
+        )
+
+
+async def _cache_events(args: RunArgs) -> Result:
+    async with _clients(args.connect, 2) as (writer, reader):
+        return await _aio.cache_events(
+            args,
+            LIBRARY,
+            _tree_maker(writer),
+            lambda path, on_update: _TreeCache(reader, path, on_update),
+            lambda path, data: writer.set(path, data),
+        )
+
+
 # --- memory: many waiters on one Mutex ---------------------------------------------
 
 
@@ -353,6 +484,12 @@ OFFERS = [
     Offer("latency", _latency, contenders=(1,)),
     Offer("election", _election, contenders=(8,)),
     Offer("barrier", _barrier, contenders=(8, 32)),
+    Offer("queue", _queue, contenders=QUEUE_CONSUMERS),
+    Offer("queue", _queue, variant=TAKE, contenders=QUEUE_CONSUMERS),
+    Offer("drain", _drain, contenders=(1,)),
+    Offer("drain", _drain, variant=TAKE, contenders=(1,)),
+    Offer("cache_build", _cache_build, contenders=(1,)),
+    Offer("cache_events", _cache_events, contenders=(1,)),
     Offer("memory", _memory, contenders=(MEMORY_WAITERS,)),
 ]
 
