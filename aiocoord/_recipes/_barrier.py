@@ -43,7 +43,7 @@ from .._exceptions import (
     OperationTimeoutError,
     SessionExpiredError,
 )
-from .._session import Client, Watch, cleanup_scope, delete_quietly, retry_on_connection_loss
+from .._session import Client, Watch, delete_quietly, retry_on_connection_loss, run_cleanup
 from .._types import EventType, Stat
 from ._contenders import recipe_path
 from ._lock import default_node_data
@@ -390,8 +390,7 @@ class DoubleBarrier:
             return
         client = self._client
         if client.connected:
-            with cleanup_scope(client):
-                await delete_quietly(client, node)
+            await run_cleanup(client, lambda: delete_quietly(client, node))
         elif not client.closed:
             client.start_background(
                 _delete_later(client, node), name=f"aiocoord-barrier-cleanup {node}"

@@ -49,7 +49,7 @@ from .._exceptions import (
     SessionMovedError,
     UnimplementedError,
 )
-from .._session import Client, ConnectionState, PersistentWatch, cleanup_scope
+from .._session import Client, ConnectionState, PersistentWatch, run_cleanup
 from .._types import EventType, Stat, WatchEvent
 
 __all__ = [
@@ -696,8 +696,7 @@ class _Cache:
             if self._phase is not _Phase.STARTING:
                 raise RuntimeError(f"{self._kind} {self._path!r} was closed while starting")
         except BaseException:
-            with cleanup_scope(client):
-                await self.aclose()
+            await run_cleanup(client, self.aclose)
             raise
         self._phase = _Phase.RUNNING
 

@@ -13,7 +13,6 @@ the loop around them: create, list, decide, watch, repeat.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import heapq
 import time
@@ -23,13 +22,13 @@ from dataclasses import dataclass
 import anyio
 
 from .. import _paths
-from .._exceptions import ClientClosedError, NoConnectionError, NoNodeError, SessionExpiredError
+from .._exceptions import NoNodeError, SessionExpiredError
 from .._session import (
     Client,
     OwnNode,
-    cleanup_scope,
     delete_quietly,
     retry_on_connection_loss,
+    run_cleanup,
 )
 from .._types import EventType
 
@@ -345,16 +344,9 @@ class Contender:
         node = self.node
         if node is None:
             return
-        try:
-            await delete_quietly(self._client, node)
-        except (SessionExpiredError, ClientClosedError, NoConnectionError):
-            pass  # the node went with the session (or goes when it does)
-        except asyncio.CancelledError:
-            # The caller gave up waiting, but the node must still go: finish
-            # (the delete is idempotent) where the cancellation cannot reach.
-            with cleanup_scope(self._client, must_finish=True):
-                await delete_quietly(self._client, node)
-            raise
+        await run_cleanup(
+            self._client, lambda: delete_quietly(self._client, node), must_finish=True
+        )
         self.node = None
         self._own = None
 

@@ -42,8 +42,8 @@ from .._session import (
     ConnectionState,
     PersistentWatch,
     call_with_retry,
-    cleanup_scope,
     retry_on_connection_loss,
+    run_cleanup,
 )
 from .._types import EventType, Stat, WatchEvent
 from ._contenders import recipe_path
@@ -259,13 +259,7 @@ class GroupMember:
         client.remove_listener(self._on_state)
         keeper, self._keeper = self._keeper, None
         try:
-            await self._leave(keeper)
-        except asyncio.CancelledError:
-            # The caller gave up waiting, but the node must still go: finish
-            # (it is idempotent) where that cancellation no longer reaches.
-            with cleanup_scope(client):
-                await self._leave(keeper)
-            raise
+            await run_cleanup(client, lambda: self._leave(keeper))
         finally:
             client.recipe_state(_LOCAL_MEMBERS, set[str]).discard(self._node)
             self._is_member = False
@@ -332,7 +326,8 @@ class GroupMember:
         """Delete our node if our current session owns it; never another session's."""
         client = self._client
         node = self._node
-        with cleanup_scope(client):
+
+        async def delete() -> None:
             while True:
                 session = client.session_id
                 stat = await retry_on_connection_loss(client, lambda: client.exists(node))
@@ -349,6 +344,8 @@ class GroupMember:
                     return
                 except BadVersionError:
                     continue  # data set meanwhile: look again
+
+        await run_cleanup(client, delete)
 
     # --- keeping our node -----------------------------------------------------------------
 

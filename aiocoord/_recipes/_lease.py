@@ -38,9 +38,9 @@ from .._session import (
     Client,
     Fence,
     OwnNode,
-    cleanup_scope,
     delete_quietly,
     retry_on_connection_loss,
+    run_cleanup,
 )
 from .._types import Codec, Stat
 from ._contenders import (
@@ -209,8 +209,7 @@ class Lease:
         return True, None
 
     async def _discard(self, node: str) -> None:
-        with cleanup_scope(self._client):
-            await delete_quietly(self._client, node)
+        await run_cleanup(self._client, lambda: delete_quietly(self._client, node))
 
     def fence(self) -> Fence:
         """Proof of holding for a transaction to require (``txn.guard(lease.fence())``).

@@ -21,7 +21,7 @@ from .._exceptions import (
     NotOwnerError,
     OperationTimeoutError,
 )
-from .._session import Client, ErrorPolicy, Fence, Transaction, cleanup_scope
+from .._session import Client, ErrorPolicy, Fence, Transaction, run_cleanup
 from ._contenders import (
     LOCK_NAME,
     READ_LOCK_NAME,
@@ -282,8 +282,7 @@ class Mutex:
         )
 
     async def _release_orphan(self, contender: Contender) -> None:
-        with cleanup_scope(self._client):
-            await contender.release()
+        await run_cleanup(self._client, contender.release)
 
     async def __aenter__(self) -> Mutex:
         await self.acquire()

@@ -85,9 +85,9 @@ from .._session import (
     ErrorPolicy,
     Watch,
     call_with_retry,
-    cleanup_scope,
     delete_quietly,
     retry_on_connection_loss,
+    run_cleanup,
 )
 from .._types import Codec, Stat
 from ._contenders import recipe_path
@@ -815,7 +815,8 @@ class _QueueBase(Generic[T]):
             return await asyncio.shield(attempt)
         except asyncio.CancelledError:
             attempt.add_done_callback(_consume)
-            with cleanup_scope(self._client):
+
+            async def give_back() -> None:
                 try:
                     if await asyncio.shield(attempt):
                         await self._put_back(name, data)
@@ -826,6 +827,8 @@ class _QueueBase(Generic[T]):
                         path,
                         error,
                     )
+
+            await run_cleanup(self._client, give_back)
             raise
 
     async def _delete(self, path: str, version: int, ahead: str | None) -> bool:
@@ -979,8 +982,7 @@ class _QueueBase(Generic[T]):
             raise
         except BaseException:
             cursor.drop(name)
-            with cleanup_scope(client):
-                await self._release_marker(marker, owner or None, token)
+            await run_cleanup(client, lambda: self._release_marker(marker, owner or None, token))
             raise
         # Checked above, with no await since: the marker is ours, in this session.
         cursor.won(name)
@@ -1291,6 +1293,11 @@ class QueueTake(Generic[T]):
         got, hold = self._got, self._hold
         assert got is not None and hold is not None and got.marker is not None
         queue = self._queue
+        marker = got.marker
+
+        async def release() -> None:
+            await queue._release_marker(marker, got.owner)
+
         suppress = False
         try:
             if self._scope is not None:
@@ -1302,12 +1309,10 @@ class QueueTake(Generic[T]):
                 try:
                     await queue._commit(got)
                 except BaseException:
-                    with cleanup_scope(queue._client):
-                        await queue._release_marker(got.marker, got.owner)
+                    await run_cleanup(queue._client, release)
                     raise
             else:
-                with cleanup_scope(queue._client):
-                    await queue._release_marker(got.marker, got.owner)
+                await run_cleanup(queue._client, release)
         finally:
             self._got = None
         if hold.lost and (exc_type is None or suppress):

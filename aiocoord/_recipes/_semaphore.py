@@ -25,9 +25,9 @@ from .._session import (
     ErrorPolicy,
     Fence,
     OwnNode,
-    cleanup_scope,
     delete_quietly,
     retry_on_connection_loss,
+    run_cleanup,
 )
 from ._contenders import (
     recipe_path,
@@ -67,8 +67,7 @@ class SemaphoreLease(Hold):
         if self.released:
             return
         client = self._semaphore._client
-        with cleanup_scope(client, must_finish=True):
-            await delete_quietly(client, self.node)
+        await run_cleanup(client, lambda: delete_quietly(client, self.node), must_finish=True)
         self.released = True
         self._semaphore._monitor.discard(self)
 

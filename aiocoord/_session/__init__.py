@@ -12,7 +12,7 @@ they may use:
   to listeners and async iterators: :class:`Broadcast`, :class:`Subscription`.
 - A recipe's own nodes: :class:`OwnNode` (protected create, optionally with a
   listing in the same round trip, and a sure delete), and the helpers around
-  it: :func:`retry_on_connection_loss`, :func:`cleanup_scope`,
+  it: :func:`retry_on_connection_loss`, :func:`run_cleanup`,
   :func:`delete_quietly`, :func:`protected_marker`.
 - Retries: :class:`RetryPolicy` and its kinds, :func:`call_with_retry`.
 
@@ -28,11 +28,11 @@ from ._nodes import (
     PROTECTED_PREFIX,
     OwnNode,
     cleanup_bound,
-    cleanup_scope,
     delete_quietly,
     find_protected,
     protected_marker,
     retry_on_connection_loss,
+    run_cleanup,
 )
 from ._options import DEFAULT_MAX_DATA_SIZE, ClientOptions
 from ._requests import CreateOptions
@@ -77,7 +77,6 @@ __all__ = [
     "WatchKind",
     "call_with_retry",
     "cleanup_bound",
-    "cleanup_scope",
     "connect",
     "delete_quietly",
     "drop_connection",
@@ -85,4 +84,5 @@ __all__ = [
     "is_retryable",
     "protected_marker",
     "retry_on_connection_loss",
+    "run_cleanup",
 ]

@@ -15,11 +15,12 @@ delete it on every way out. Both ends are subtle under connection loss:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import os
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Literal, Protocol, TypeVar, Unpack
 
 import anyio
@@ -41,11 +42,11 @@ __all__ = [
     "PROTECTED_PREFIX",
     "OwnNode",
     "cleanup_bound",
-    "cleanup_scope",
     "delete_quietly",
     "find_protected",
     "protected_marker",
     "retry_on_connection_loss",
+    "run_cleanup",
 ]
 
 T = TypeVar("T")
@@ -102,22 +103,50 @@ def cleanup_bound(client: Nodes) -> float:
     return client.session_timeout * 2 + 5.0
 
 
-@contextlib.contextmanager
-def cleanup_scope(client: Nodes, *, must_finish: bool = False) -> Iterator[None]:
-    """Where a recipe deletes its own node: runs even while the caller is being
-    cancelled (shielded), is bounded by :func:`cleanup_bound` (raising TimeoutError
-    past it if ``must_finish``), and treats an expired session or a closed client
-    as done, since either took the node away (and so, in time, does a session
-    that cannot be reached)."""
+async def run_cleanup(
+    client: Nodes, cleanup: Callable[[], Awaitable[object]], *, must_finish: bool = False
+) -> None:
+    """Run a recipe's cleanup (deleting its own node) to the end, whatever cancels
+    the caller meanwhile.
+
+    An anyio shield alone does not do it: a native ``task.cancel()`` (from
+    ``asyncio.timeout``, a TaskGroup, ``wait_for``) still lands inside a shielded
+    scope, and a second one arriving while the delete is in flight would abandon
+    it, leaving a dead holder's node in the queue for as long as its session
+    lives. So the cleanup runs as a task of its own; the caller waits for it,
+    absorbing cancellations, and re-raises CancelledError once it has finished.
+
+    Bounded by :func:`cleanup_bound` (TimeoutError past it if ``must_finish``);
+    an expired session or a closed client counts as done, since either took the
+    node away (and so, in time, does a session that cannot be reached).
+    """
     timer = anyio.fail_after if must_finish else anyio.move_on_after
-    with (
-        anyio.CancelScope(shield=True),
-        timer(cleanup_bound(client)),
-        # A node that could not be reached for a whole request timeout goes
-        # when its session does.
-        contextlib.suppress(SessionExpiredError, ClientClosedError, NoConnectionError),
-    ):
-        yield
+
+    async def bounded() -> None:
+        with (
+            timer(cleanup_bound(client)),
+            contextlib.suppress(SessionExpiredError, ClientClosedError, NoConnectionError),
+        ):
+            await cleanup()
+
+    task = asyncio.ensure_future(bounded())
+    cancelled = False
+    # The shield keeps anyio's level-triggered cancellation from re-delivering
+    # on every loop pass; the loop absorbs native cancellations.
+    with anyio.CancelScope(shield=True):
+        while True:
+            try:
+                await asyncio.shield(task)
+                break
+            except asyncio.CancelledError:
+                if task.done():
+                    if task.cancelled():
+                        raise
+                    break
+                cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+    task.result()
 
 
 async def delete_quietly(client: Nodes, path: str) -> None:
@@ -243,8 +272,9 @@ class OwnNode:
     async def delete(self) -> None:
         """Delete the node, shielded and time-bounded; found by its marker if its
         create's reply was lost. A node that went with its session counts as deleted."""
-        path = self.path
-        with cleanup_scope(self._client):
+
+        async def delete() -> None:
+            path = self.path
             if path is None:
                 found = await retry_on_connection_loss(
                     self._client, lambda: find_protected(self._client, self.parent, self.marker)
@@ -252,5 +282,7 @@ class OwnNode:
                 path = found[0] if found is not None else None
             if path is not None:
                 await delete_quietly(self._client, path)
+
+        await run_cleanup(self._client, delete)
         self.path = None
         self.stat = None

@@ -18,7 +18,7 @@ from aiocoord import (
     ReadWriteLock,
     SessionErrorPolicy,
 )
-from aiocoord.testing import ZooKeeperServer, drop_connection, expire_session
+from aiocoord.testing import TcpProxy, ZooKeeperServer, drop_connection, expire_session
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -433,3 +433,51 @@ async def test_a_task_that_ends_holding_a_lock_after_its_client_closed_is_no_err
     await task
     await asyncio.sleep(0)  # the task's done callbacks run
     assert not lock.is_held
+
+
+async def test_a_release_outlives_more_cancellations_while_zookeeper_is_away(
+    zookeeper, started, children_of, state_log
+) -> None:
+    """A TaskGroup, a timeout and a second Ctrl-C can each cancel a task that is
+    already releasing. The delete must still go out once ZooKeeper is back: else the
+    dead holder's node blocks every other contender for as long as its session lives."""
+    host, port = zookeeper.connect_string.rsplit(":", 1)
+    (other,) = await started(1)
+    async with TcpProxy(host, int(port)) as proxy:
+        client = aiocoord.connect(proxy.connect_string, namespace=zookeeper.namespace)
+        async with client:
+            log = state_log(client)
+            held = asyncio.Event()
+            deleting = asyncio.Event()
+            real_delete = client.delete
+
+            async def delete(path: str, **kwargs: object) -> None:
+                deleting.set()
+                await real_delete(path, **kwargs)  # type: ignore[arg-type]
+
+            client.delete = delete  # type: ignore[method-assign]
+
+            async def hold() -> None:
+                async with Mutex(client, "/twice"):
+                    held.set()
+                    await asyncio.Event().wait()
+
+            holder = asyncio.create_task(hold())
+            await held.wait()
+            proxy.refuse()
+            proxy.cut()
+            await log.wait_for(ConnectionState.SUSPENDED)
+            holder.cancel()  # the block ends; the release's delete waits for ZooKeeper
+            await deleting.wait()
+            for _ in range(2):  # and more cancellations, however they interleave
+                holder.cancel()
+                for _ in range(3):
+                    await asyncio.sleep(0)
+            proxy.refuse(False)
+            with pytest.raises(asyncio.CancelledError):
+                await holder
+            assert await children_of(other, "/twice") == []
+            again = Mutex(other, "/twice")
+            with anyio.fail_after(5):
+                assert await again.acquire()
+            await again.release()
