@@ -20,8 +20,7 @@ Expected output:
     term 3: worker-3 leads and writes the record
     queue: worker-3 (leader), worker-1 (back again after its session expired)
     a write worker-1 prepared while it led was refused: LeadershipLostError
-    exactly one leader at a time across 3 terms: True
-    each old leader's work was cancelled before the next leader started: True
+    each old leader's work was cancelled: True
     fencing tokens strictly increasing: True
 """
 
@@ -49,8 +48,6 @@ class Cluster:
     """What the workers do, and what an observer outside them checks."""
 
     def __init__(self) -> None:
-        self.leading: set[str] = set()
-        self.overlaps = 0
         self.events: list[str] = []
         self.tokens: list[int] = []
         self.started: asyncio.Queue[str] = asyncio.Queue()
@@ -62,9 +59,6 @@ class Cluster:
         self.cancelled[name] = asyncio.Event()
 
         async def lead() -> None:
-            if self.leading:
-                self.overlaps += 1
-            self.leading.add(name)
             self.events.append(f"{name} starts")
             try:
                 self.tokens.append(election.fencing_token)
@@ -76,8 +70,6 @@ class Cluster:
                 self.events.append(f"{name} cancelled")
                 self.cancelled[name].set()
                 raise
-            finally:
-                self.leading.discard(name)
 
         with contextlib.suppress(aiocoord.ClientClosedError):  # its "process" exited
             await election.run(lead)
@@ -132,17 +124,12 @@ async def main() -> None:
             except aiocoord.LeadershipLostError as error:
                 refused = type(error).__name__
             print(f"a write worker-1 prepared while it led was refused: {refused}")
-            print(f"exactly one leader at a time across 3 terms: {cluster.overlaps == 0}")
-            in_order = cluster.events == [
-                "worker-1 starts",
-                "worker-1 cancelled",
-                "worker-2 starts",
-                "worker-2 cancelled",
-                "worker-3 starts",
-            ]
-            print(
-                f"each old leader's work was cancelled before the next leader started: {in_order}"
-            )
+            # Which comes first, the old leader hearing of its loss or the next one
+            # starting, is a race between two processes that no lock can settle: an
+            # expired leader learns of it only when it next hears from ZooKeeper.
+            # The fence is what keeps its late writes out (refused above).
+            cancelled = all(f"{name} cancelled" in cluster.events for name in names[:2])
+            print(f"each old leader's work was cancelled: {cancelled}")
             tokens = cluster.tokens
             print(f"fencing tokens strictly increasing: {tokens == sorted(set(tokens))}")
         finally:
