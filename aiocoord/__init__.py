@@ -1,8 +1,10 @@
 """aiocoord: asyncio-native distributed coordination on Apache ZooKeeper."""
 
+import logging as _logging
 from types import FunctionType as _FunctionType
 
 from ._exceptions import APIError as APIError
+from ._exceptions import ArgumentTypeError as ArgumentTypeError
 from ._exceptions import AuthFailedError as AuthFailedError
 from ._exceptions import BadArgumentsError as BadArgumentsError
 from ._exceptions import BadVersionError as BadVersionError
@@ -16,6 +18,7 @@ from ._exceptions import CounterOverflowError as CounterOverflowError
 from ._exceptions import DataTooLargeError as DataTooLargeError
 from ._exceptions import DeadlockError as DeadlockError
 from ._exceptions import InvalidACLError as InvalidACLError
+from ._exceptions import InvalidArgumentError as InvalidArgumentError
 from ._exceptions import InvalidConnectStringError as InvalidConnectStringError
 from ._exceptions import InvalidPathError as InvalidPathError
 from ._exceptions import LeadershipLostError as LeadershipLostError
@@ -37,6 +40,7 @@ from ._exceptions import QueueEmptyError as QueueEmptyError
 from ._exceptions import SessionError as SessionError
 from ._exceptions import SessionExpiredError as SessionExpiredError
 from ._exceptions import SessionMovedError as SessionMovedError
+from ._exceptions import TLSCertificateError as TLSCertificateError
 from ._exceptions import TTLNodesDisabledError as TTLNodesDisabledError
 from ._exceptions import UnimplementedError as UnimplementedError
 from ._exceptions import UnsupportedEventLoopError as UnsupportedEventLoopError
@@ -123,6 +127,7 @@ __all__ = [
     "OPEN_ACL_UNSAFE",
     "READ_ACL_UNSAFE",
     "APIError",
+    "ArgumentTypeError",
     "AtomicBytes",
     "AtomicFailure",
     "AtomicInt",
@@ -167,6 +172,7 @@ __all__ = [
     "HoldContext",
     "IdQueue",
     "InvalidACLError",
+    "InvalidArgumentError",
     "InvalidConnectStringError",
     "InvalidPathError",
     "LeaderElection",
@@ -218,6 +224,7 @@ __all__ = [
     "Stat",
     "StateChanges",
     "Subscription",
+    "TLSCertificateError",
     "TTLNodesDisabledError",
     "Transaction",
     "TreeCache",
@@ -239,3 +246,8 @@ for _name in __all__:
     if isinstance(_value, type | _FunctionType) and _value.__module__.startswith(__name__ + "."):
         _value.__module__ = __name__
 del _name, _value, _FunctionType
+
+# What the library logs (a lost lock at WARNING, state changes at INFO) goes
+# where the application's logging configuration sends it, and nowhere (not to
+# stderr through logging's last resort) when the application configures none.
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())

@@ -11,6 +11,7 @@ from typing import Any
 
 __all__ = [
     "APIError",
+    "ArgumentTypeError",
     "AuthFailedError",
     "BadArgumentsError",
     "BadVersionError",
@@ -23,6 +24,7 @@ __all__ = [
     "DataTooLargeError",
     "DeadlockError",
     "InvalidACLError",
+    "InvalidArgumentError",
     "InvalidConnectStringError",
     "InvalidPathError",
     "LeaseHeldError",
@@ -42,6 +44,7 @@ __all__ = [
     "SessionError",
     "SessionExpiredError",
     "SessionMovedError",
+    "TLSCertificateError",
     "TTLNodesDisabledError",
     "UnimplementedError",
     "UnsupportedEventLoopError",
@@ -115,6 +118,26 @@ class ClientClosedError(SessionError):
 class UnsupportedEventLoopError(CoordinationError, RuntimeError):
     """aiocoord runs on asyncio (also as anyio's asyncio backend); trio and other
     event loops are not supported."""
+
+
+class TLSCertificateError(CoordinationError):
+    """The server's TLS certificate was refused: the client's ``ssl_context`` does not
+    trust its issuer, or it does not name the host connected to.
+
+    Raised by :meth:`~aiocoord.Client.start` once every host refused its
+    certificate this way, without waiting for the start timeout: no retry
+    could help, it needs another certificate or another ``ssl_context``. The
+    client is closed (as after AuthFailedError). ``hosts`` lists the refused
+    servers; ``__cause__`` is the handshake's error.
+    """
+
+    def __init__(self, hosts: str, reason: str):
+        super().__init__(
+            f"the TLS certificate of {hosts} was not trusted ({reason}): give "
+            "ssl_context the CA that issued it, and connect by a name it carries"
+        )
+        self.hosts = hosts
+        self.reason = reason
 
 
 class OperationTimeoutError(CoordinationError, TimeoutError):
@@ -232,6 +255,39 @@ class InvalidPathError(CoordinationError, ValueError):
 
     def __init__(self, path: object, reason: str):
         super().__init__(f"invalid znode path {path!r}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def _for_path(path: object) -> str:
+    return "" if path is None else f" for {path!r}"
+
+
+class ArgumentTypeError(CoordinationError, TypeError):
+    """An argument of the wrong type (a float count, a str where bytes go, a tuple
+    where an ACL goes); nothing was sent.
+
+    ``argument`` names it; ``path`` is the znode path it was meant for, if any.
+    """
+
+    def __init__(self, argument: str, expected: str, value: object, path: object = None):
+        where = "" if path is None else f" (for {path!r})"
+        super().__init__(f"{argument} must be {expected}, not {type(value).__name__}{where}")
+        self.argument = argument
+        self.expected = expected
+        self.path = path
+
+
+class InvalidArgumentError(CoordinationError, ValueError):
+    """An argument of the right type but a refused value (a count below 1, a NaN or
+    negative timeout, an empty ACL); nothing was sent.
+
+    ``argument`` names it; ``path`` is the znode path it was meant for, if any.
+    """
+
+    def __init__(self, argument: str, reason: str, path: object = None):
+        super().__init__(f"bad {argument}{_for_path(path)}: {reason}")
+        self.argument = argument
         self.path = path
         self.reason = reason
 
@@ -440,6 +496,18 @@ class AuthFailedError(ZooKeeperError):
 
     code = -115
     default_message = "authentication failed"
+
+    def __init__(
+        self, path: str | None = None, *, op_index: int | None = None, scheme: str | None = None
+    ):
+        super().__init__(path, op_index=op_index)
+        self.scheme = scheme
+        """The ``auth`` scheme whose credentials were refused, when known."""
+        if scheme is not None:
+            self.args = (
+                f"authentication failed: the server refused the {scheme!r} credentials "
+                "given in auth= (AUTHFAILED); the client is closed",
+            )
 
 
 class SessionMovedError(ZooKeeperError):

@@ -10,7 +10,11 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, NamedTuple, NoReturn, TypeVar
 
-from ._exceptions import CorruptValueError
+from ._exceptions import (
+    ArgumentTypeError,
+    CorruptValueError,
+    InvalidArgumentError,
+)
 
 __all__ = [
     "ACL",
@@ -105,7 +109,16 @@ CREATOR_ALL_ACL: tuple[ACL, ...] = (ACL(Perm.ALL, "auth", ""),)
 
 def digest_id(username: str, password: str) -> str:
     """The id ZooKeeper's digest scheme derives from ``username:password``."""
-    raw = hashlib.sha1(f"{username}:{password}".encode()).digest()
+    for name, value in (("username", username), ("password", password)):
+        if not isinstance(value, str):
+            raise ArgumentTypeError(name, "a str", value)
+    if ":" in username:
+        # The server takes the user name to end at the first colon.
+        raise InvalidArgumentError("username", f"{username!r} holds ':'")
+    try:
+        raw = hashlib.sha1(f"{username}:{password}".encode()).digest()
+    except UnicodeEncodeError as error:
+        raise InvalidArgumentError("username:password", f"not UTF-8 ({error.reason})") from None
     return f"{username}:{base64.b64encode(raw).decode()}"
 
 
@@ -122,8 +135,10 @@ T = TypeVar("T")
 class Codec(abc.ABC, Generic[T]):
     """How a recipe turns values into a znode's bytes and back.
 
-    ``encode`` refuses a value it cannot represent (TypeError, ValueError or
-    OverflowError), so nothing is sent; ``decode`` raises
+    ``encode`` refuses a value it cannot represent, so nothing is sent (the
+    ready-made codecs raise ArgumentTypeError or InvalidArgumentError, a
+    TypeError or ValueError, and a plain OverflowError for an integer too
+    wide, which the recipes report as they see fit); ``decode`` raises
     :class:`CorruptValueError` naming the node when its bytes hold no value.
     The ready-made codecs are class attributes, such as ``Codec.LONG``.
     """
@@ -158,7 +173,10 @@ class _Bytes(Codec[bytes]):
     def encode(self, value: bytes) -> bytes:
         if isinstance(value, bytes):
             return value
-        return bytes(memoryview(value))
+        try:
+            return bytes(memoryview(value))  # never bytes(value): bytes(5) is 5 zero bytes
+        except TypeError:
+            raise ArgumentTypeError("value", "bytes-like", value) from None
 
     def decode(self, data: bytes, path: str) -> bytes:
         return bytes(data)
@@ -171,8 +189,12 @@ class _Utf8(Codec[str]):
 
     def encode(self, value: str) -> bytes:
         if not isinstance(value, str):
-            raise TypeError(f"expected str, not {type(value).__name__}")
-        return value.encode()
+            raise ArgumentTypeError("value", "a str", value)
+        try:
+            return value.encode()
+        except UnicodeEncodeError as error:  # a lone surrogate
+            reason = f"not encodable as UTF-8 ({error.reason})"
+            raise InvalidArgumentError("value", reason) from None
 
     def decode(self, data: bytes, path: str) -> str:
         try:
@@ -191,8 +213,13 @@ class _Json(Codec[Any]):
         return "Codec.JSON"
 
     def encode(self, value: Any) -> bytes:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        return text.encode()
+        try:
+            text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+            return text.encode()
+        except TypeError as error:  # a set, bytes, an object, maybe deep inside
+            raise ArgumentTypeError("value", f"made of JSON types ({error})", value) from None
+        except (ValueError, RecursionError) as error:  # NaN, a cycle
+            raise InvalidArgumentError("value", f"not JSON ({error})") from None
 
     def decode(self, data: bytes, path: str) -> Any:
         try:
@@ -213,10 +240,11 @@ class _Integer(Codec[int]):
 
     def encode(self, value: int) -> bytes:
         if not isinstance(value, int) or isinstance(value, bool):
-            raise TypeError(f"expected int, not {type(value).__name__}")
+            raise ArgumentTypeError("value", "an int", value)
         try:
             return value.to_bytes(self.size, "big", signed=True)
         except OverflowError:
+            # Plain: what a value too wide means is the recipe's to say.
             raise OverflowError(f"{value} does not fit in {self.size * 8} bits") from None
 
     def decode(self, data: bytes, path: str) -> int:

@@ -25,16 +25,19 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import time
 import uuid
-from collections.abc import Collection, Coroutine, Generator
+from collections.abc import Collection, Coroutine, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 
 from .. import _paths
+from .._checks import check_bytes, check_int, check_recipe_acl, check_timeout
 from .._exceptions import (
+    BadVersionError,
     BarrierBrokenError,
     ClientClosedError,
     ConnectionLossError,
@@ -44,7 +47,7 @@ from .._exceptions import (
     SessionExpiredError,
 )
 from .._session import Client, Watch, delete_quietly, retry_on_connection_loss, run_cleanup
-from .._types import EventType, Stat
+from .._types import ACL, EventType, Stat
 from ._contenders import recipe_path
 from ._lock import default_node_data
 
@@ -58,6 +61,8 @@ __all__ = [
     "enter_decision",
     "leave_decision",
 ]
+
+log = logging.getLogger("aiocoord")
 
 READY_NODE = "ready"
 """Curator's DistributedDoubleBarrier marker: the barrier filled up."""
@@ -171,12 +176,16 @@ class Barrier:
     :meth:`wait_on_barrier` until someone calls :meth:`remove_barrier`.
     Waiting costs one exists-watch per wake, and rides out dropped
     connections and even a lost session (the node is looked at again).
+
+    ``acl`` (default: the client's ``default_acl``) is the ACL of the barrier
+    node and of the missing parents :meth:`set_barrier` makes.
     """
 
-    def __init__(self, client: Client, path: str) -> None:
-        recipe_path(path, "barrier")
+    def __init__(self, client: Client, path: str, *, acl: Sequence[ACL] | None = None) -> None:
+        recipe_path(client, path, "barrier")
         self._client = client
         self.path = path
+        self._acl = check_recipe_acl(acl, path)
 
     def __repr__(self) -> str:
         return f"<Barrier {self.path!r}>"
@@ -190,7 +199,7 @@ class Barrier:
 
         async def create() -> None:
             with contextlib.suppress(NodeExistsError):
-                await client.create(self.path, container_parents=True)
+                await client.create(self.path, container_parents=True, acl=self._acl)
 
         await retry_on_connection_loss(client, create)
 
@@ -208,7 +217,7 @@ class Barrier:
         looked at again, so a removal the session missed is not missed here.
         """
         client = self._client
-        deadline = _Deadline(timeout)
+        deadline = _Deadline(check_timeout(timeout, path=self.path))
         budget = _first_look(client, deadline)
         while True:
             watch: Watch | None = None
@@ -271,20 +280,26 @@ class DoubleBarrier:
     node should exist, BarrierBrokenError (the others may count it as gone).
     A participant whose session ends, or whose client closes, counts as gone:
     the others' enter stops counting it, and their leave sees it as left.
+
+    ``acl`` (default: the client's ``default_acl``) is the ACL of every node
+    the barrier makes: participants, ``ready``, and missing parents.
     """
 
     def __init__(
-        self, client: Client, path: str, members: int, *, data: bytes | None = None
+        self,
+        client: Client,
+        path: str,
+        members: int,
+        *,
+        data: bytes | None = None,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
-        recipe_path(path, "double barrier")
-        if isinstance(members, bool) or not isinstance(members, int):
-            raise TypeError(f"members must be an int, not {type(members).__name__}")
-        if members < 1:
-            raise ValueError(f"members must be >= 1, not {members}")
+        recipe_path(client, path, "double barrier")
+        self.members = check_int(members, "members", path=path, minimum=1)
         self._client = client
         self.path = path
-        self.members = members
-        self._data = default_node_data() if data is None else bytes(data)
+        self._data = default_node_data() if data is None else check_bytes(data, "data", path=path)
+        self._acl = check_recipe_acl(acl, path)
         self._ready = _paths.join(path, READY_NODE)
         self._node: str | None = None
         self._owner = 0
@@ -315,7 +330,7 @@ class DoubleBarrier:
         (see :class:`DoubleBarrierEntry`). Entering again before leaving is a
         RuntimeError.
         """
-        return DoubleBarrierEntry(self, timeout)
+        return DoubleBarrierEntry(self, check_timeout(timeout, path=self.path))
 
     async def leave(self, timeout: float | None = None) -> bool:
         """Leave: delete our node and wait until every participant has left.
@@ -325,6 +340,7 @@ class DoubleBarrier:
         BarrierBrokenError if our session was lost before our node was
         deleted; RuntimeError if this participant has not entered.
         """
+        timeout = check_timeout(timeout, path=self.path)
         if not self._entered:
             raise RuntimeError(f"this participant has not entered the barrier {self.path!r}")
         self._start("leaving")
@@ -410,7 +426,7 @@ class DoubleBarrier:
         client = self._client
         try:
             _path, stat = await client.create_with_stat(
-                node, self._data, ephemeral=True, container_parents=True
+                node, self._data, ephemeral=True, container_parents=True, acl=self._acl
             )
             return stat
         except NodeExistsError:
@@ -439,7 +455,7 @@ class DoubleBarrier:
             try:
                 created, listed = await (
                     client.pipeline()
-                    .create(node, self._data, ephemeral=True)
+                    .create(node, self._data, ephemeral=True, acl=self._acl)
                     .children(self.path)
                     .execute()
                 )
@@ -447,7 +463,7 @@ class DoubleBarrier:
                 break
             if isinstance(created, NoNodeError):
                 await retry_on_connection_loss(
-                    client, lambda: client.ensure_path(self.path, container=True)
+                    client, lambda: client.ensure_path(self.path, container=True, acl=self._acl)
                 )
                 continue
             if isinstance(created, Exception):
@@ -476,9 +492,8 @@ class DoubleBarrier:
             # The watch may come from a new session (ours expired after the
             # listing): waiting on it would wait for a barrier we are not in.
             self._check_owner()
-            if stat is not None:
-                return True, None
-            if names is None and await self._decide(node, await self._list()):
+            # With ``ready`` there, the listing tells whether its round is ours.
+            if (stat is not None or names is None) and await self._decide(node, await self._list()):
                 return True, None
         except BaseException:
             watch.cancel()
@@ -488,10 +503,40 @@ class DoubleBarrier:
     async def _decide(self, node: str, names: list[str]) -> bool:
         """Pass (creating ``ready`` if we saw the barrier fill) or not, on ``names``."""
         self._check(names, _paths.basename(node))
+        if READY_NODE in names and await self._clear_stale_ready(names):
+            names = [name for name in names if name != READY_NODE]
         decision = enter_decision(names, self.members)
         if decision.create_ready:
             await self._create_ready(node)
         return decision.passed
+
+    async def _clear_stale_ready(self, names: list[str]) -> bool:
+        """Delete a ``ready`` left by a round that is over; True if it was one.
+
+        ``ready`` is made after every node of its round, and its round's last
+        leaver deletes it; while any of that round is still here (a slow
+        participant that has yet to look, or one still inside), some node is
+        older than it. When none is, the round ended without leaving (its
+        participants crashed or their sessions ended): passing on its ``ready``
+        would let the next round through before it is full. Curator's
+        participants do pass on it.
+        """
+        client = self._client
+        others = [name for name in names if name != READY_NODE]
+        pipeline = client.pipeline().exists(self._ready)
+        for name in others:
+            pipeline.exists(_paths.join(self.path, name))
+        ready, *stats = await retry_on_connection_loss(client, pipeline.execute)
+        if not isinstance(ready, Stat):
+            return True  # gone meanwhile: the listing minus ready is the truth
+        if any(isinstance(stat, Stat) and stat.czxid < ready.czxid for stat in stats):
+            return False
+        with contextlib.suppress(NoNodeError, BadVersionError):
+            await retry_on_connection_loss(
+                client, lambda: client.delete(self._ready, version=ready.version)
+            )
+        log.info("double barrier %r: removed a ready node its round left behind", self.path)
+        return True
 
     async def _enter_phase(self, node: str, deadline: _Deadline) -> bool:
         client = self._client
@@ -539,7 +584,7 @@ class DoubleBarrier:
 
         async def create() -> None:
             try:
-                await client.transaction().check(node).create(self._ready).commit()
+                await client.transaction().check(node).create(self._ready, acl=self._acl).commit()
             except NodeExistsError:
                 pass  # someone else saw it full first
             except NoNodeError:

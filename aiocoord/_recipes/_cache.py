@@ -40,7 +40,9 @@ from typing import Any, Self
 import anyio
 
 from .. import _paths
+from .._checks import check_int
 from .._exceptions import (
+    ArgumentTypeError,
     ClientClosedError,
     CoordinationError,
     NoNodeError,
@@ -49,7 +51,7 @@ from .._exceptions import (
     SessionMovedError,
     UnimplementedError,
 )
-from .._session import Client, ConnectionState, PersistentWatch, run_cleanup
+from .._session import Client, ConnectionState, PersistentWatch, check_client, run_cleanup
 from .._types import EventType, Stat, WatchEvent
 
 __all__ = [
@@ -493,13 +495,6 @@ class _Stop(Exception):
     """The cache's watch ended with the client."""
 
 
-def _check_limit(name: str, value: object, least: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < least:
-        raise ValueError(f"{name} must be at least {least}, not {value}")
-
-
 class _Cache:
     """What the three caches share: the watch, the reads, the view, the consumers."""
 
@@ -515,12 +510,14 @@ class _Cache:
         max_cached_data: int | None,
         max_buffer: int,
     ) -> None:
+        # A cache creates nothing, so the root and /zookeeper are fine to watch.
+        check_client(client, path)
         _paths.validate_path(path)
         if max_depth is not None:
-            _check_limit("max_depth", max_depth, 0)
+            check_int(max_depth, "max_depth", path=path, minimum=0)
         if max_cached_data is not None:
-            _check_limit("max_cached_data", max_cached_data, 0)
-        _check_limit("max_buffer", max_buffer, 1)
+            check_int(max_cached_data, "max_cached_data", path=path, minimum=0)
+        check_int(max_buffer, "max_buffer", path=path, minimum=1)
         self._client = client
         self._path = path
         self._max_buffer = max_buffer
@@ -579,12 +576,12 @@ class _Cache:
         None if it is not there. ``data`` is None when larger than the cache keeps.
         The Stat's data fields are current; its child fields (``num_children``,
         ``cversion``, ``pzxid``) are as of the node's last read."""
-        return self._view.nodes.get(self._path if path is None else path)
+        return self._view.nodes.get(self._path if path is None else _paths.validate_path(path))
 
     def children(self, path: str | None = None) -> list[str]:
         """The sorted names of a node's children in the view (default: the cache's
         node's); empty if it has none or is not there."""
-        return self._view.children(self._path if path is None else path)
+        return self._view.children(self._path if path is None else _paths.validate_path(path))
 
     def snapshot(self) -> Mapping[str, Entry]:
         """The whole view now: a read-only mapping of path to ``(data, stat)``,
@@ -615,7 +612,7 @@ class _Cache:
         event's snapshot is the whole view at that moment.
         """
         limit = self._max_buffer if max_buffer is None else max_buffer
-        _check_limit("max_buffer", limit, 1)
+        check_int(limit, "max_buffer", path=self._path, minimum=1)
         consumer = CacheEvents(self, limit)
         if self._stopped or self._phase is _Phase.CLOSED:
             consumer._end(self._failure)
@@ -631,6 +628,8 @@ class _Cache:
     def add_listener(self, callback: Callable[[CacheEvent], object]) -> None:
         """Call ``callback(event)`` for every event from now on, in order, from the
         cache's task (a callback must not block; its errors are logged)."""
+        if not callable(callback):
+            raise ArgumentTypeError("callback", "a callable", callback, self._path)
         self._listeners.append(callback)
 
     def remove_listener(self, callback: Callable[[CacheEvent], object]) -> None:

@@ -22,15 +22,21 @@ from dataclasses import dataclass
 import anyio
 
 from .. import _paths
-from .._exceptions import NoNodeError, SessionExpiredError
+from .._checks import check_int
+from .._exceptions import (
+    InvalidPathError,
+    NoNodeError,
+    SessionExpiredError,
+)
 from .._session import (
     Client,
     OwnNode,
+    check_client,
     delete_quietly,
     retry_on_connection_loss,
     run_cleanup,
 )
-from .._types import EventType
+from .._types import ACL, EventType
 
 __all__ = [
     "LOCK_NAME",
@@ -104,8 +110,7 @@ def _ahead(names: Sequence[str], me: str, lock_names: Sequence[str]) -> list[tup
 def mutex_rule(max_leases: int = 1, lock_names: Sequence[str] = (LOCK_NAME,)) -> Rule:
     """The first ``max_leases`` contenders hold; any other watches the one
     ``max_leases`` places ahead of it."""
-    if max_leases < 1:
-        raise ValueError("max_leases must be >= 1")
+    check_int(max_leases, "max_leases", minimum=1)
     names_ = tuple(lock_names)
 
     def rule(names: Sequence[str], me: str) -> Decision:
@@ -161,8 +166,11 @@ class Contender:
         *,
         fixed_suffix: str | None = None,
         last_blocker_shortcut: bool = True,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
         self._client = client
+        self._acl = acl
+        """For our node and the parents made for it (None: the client's default)."""
         self._path = path
         self._lock_name = lock_name
         self._lock_names = tuple(lock_names)
@@ -234,6 +242,7 @@ class Contender:
             self._data,
             ephemeral=True,
             sequential=self._fixed_suffix is None,
+            acl=self._acl,
         )
         self.node = None
         # Create and list in one round trip: the listing is applied after the
@@ -351,9 +360,12 @@ class Contender:
         self._own = None
 
 
-def recipe_path(path: str, what: str) -> str:
-    """Validate a recipe's path: a valid znode path, and not the root."""
+def recipe_path(client: Client, path: str, what: str) -> str:
+    """Check what every recipe is built on, before anything is sent: an aiocoord
+    Client, and a valid znode path of the recipe's own (not the root, nor in the
+    server's ``/zookeeper`` subtree once the client's namespace is applied)."""
+    check_client(client, path)
     _paths.validate_path(path)
     if path == "/":
-        raise ValueError(f"a {what} needs its own path, not the root")
-    return path
+        raise InvalidPathError(path, f"a {what} needs its own path, not the root")
+    return _paths.check_unreserved(path, (client.namespace or "") + path, what)

@@ -22,18 +22,20 @@ import asyncio
 import contextlib
 import enum
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypedDict, TypeVar, Unpack
 
 import anyio
 
-from .. import _paths
+from .._checks import check_flag, check_int, check_recipe_acl, check_timeout
 from .._exceptions import (
+    ArgumentTypeError,
     BadVersionError,
     BoundExceededError,
     ConnectionLossError,
     CounterOverflowError,
+    InvalidArgumentError,
     NoConnectionError,
     NodeExistsError,
     NoNodeError,
@@ -41,7 +43,7 @@ from .._exceptions import (
     SessionExpiredError,
 )
 from .._session import Client, ExponentialBackoff, RetryNTimes, RetryPolicy
-from .._types import Codec, Stat
+from .._types import ACL, Codec, Stat
 from ._contenders import recipe_path
 from ._lock import Mutex
 
@@ -128,12 +130,19 @@ class PromotedToLock:
     retry: RetryPolicy = field(default_factory=lambda: RetryNTimes(10, 0.001))
 
 
-def _encode(codec: Codec[T], value: T) -> bytes:
-    """``codec.encode``, reporting a number too wide for the counter as CounterOverflowError."""
+def _encode(codec: Codec[T], value: T, path: str | None = None) -> bytes:
+    """``codec.encode``, reporting a number too wide for the counter as CounterOverflowError
+    (and, with ``path``, a value of the wrong type as ArgumentTypeError naming it)."""
     try:
         return codec.encode(value)
+    except ArgumentTypeError as error:
+        if path is None:
+            raise
+        expected = "an int" if codec is not Codec.BYTES else "bytes"
+        raise ArgumentTypeError(error.argument, expected, value, path) from None
     except OverflowError as error:
-        raise CounterOverflowError(str(error)) from None
+        where = "" if path is None else f"{path!r}: "
+        raise CounterOverflowError(f"{where}{error}") from None
 
 
 # --- one compare-and-set engine per counter node and process ---------------------
@@ -162,11 +171,20 @@ class _Engine(Generic[T]):
     with BadVersion, which costs one round trip and a fresh read.
     """
 
-    def __init__(self, client: Client, path: str, codec: Codec[T], zero: T) -> None:
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        codec: Codec[T],
+        zero: T,
+        acl: tuple[ACL, ...] | None = None,
+    ) -> None:
         self.client = client
         self.path = path
         self.codec = codec
         self.zero = zero
+        self.acl = acl
+        """The ACL of the node (and missing parents) if this engine creates it."""
         self._known: tuple[T, int] | None = None
 
     def forget(self) -> None:
@@ -203,7 +221,7 @@ class _Engine(Generic[T]):
             new = make(value)
         if isinstance(new, _Refused):
             return _Attempt(False, value, value, new.reason)
-        data = _encode(self.codec, new)
+        data = _encode(self.codec, new, self.path)
         stat = await self._write(data, version)
         if stat is None:
             self._known = None
@@ -215,7 +233,9 @@ class _Engine(Generic[T]):
         client = self.client
         try:
             if version < 0:
-                _path, stat = await client.create_with_stat(self.path, data, make_parents=True)
+                _path, stat = await client.create_with_stat(
+                    self.path, data, make_parents=True, acl=self.acl
+                )
                 return stat
             return await client.set(self.path, data, version=version)
         except (BadVersionError, NoNodeError, NodeExistsError, SessionExpiredError):
@@ -230,14 +250,16 @@ class _Engine(Generic[T]):
             return None
 
     async def force(self, value: T) -> None:
-        data = _encode(self.codec, value)
+        data = _encode(self.codec, value, self.path)
         client = self.client
         while True:
             try:
                 stat = await client.set(self.path, data)
             except NoNodeError:
                 try:
-                    _path, stat = await client.create_with_stat(self.path, data, make_parents=True)
+                    _path, stat = await client.create_with_stat(
+                        self.path, data, make_parents=True, acl=self.acl
+                    )
                 except NodeExistsError:
                     continue
             except NoConnectionError:
@@ -250,10 +272,12 @@ class _Engine(Generic[T]):
             return
 
 
-def _engine_for(client: Client, path: str, codec: Codec[T], zero: T) -> _Engine[T]:
-    """The one engine of a counter path on ``client``, shared by its recipe objects."""
+def _engine_for(
+    client: Client, path: str, codec: Codec[T], zero: T, acl: tuple[ACL, ...] | None = None
+) -> _Engine[T]:
+    """The one engine of a counter path (and ACL) on ``client``, shared by its recipe objects."""
     engine: _Engine[T] = client.recipe_state(
-        (_Engine, path, codec), lambda: _Engine(client, path, codec, zero)
+        (_Engine, path, codec, acl), lambda: _Engine(client, path, codec, zero, acl)
     )
     return engine
 
@@ -275,7 +299,7 @@ async def _run_cas(
     if outcome.done or outcome.refused or promoted is None:
         return outcome, stats
     start = time.monotonic()
-    lock = Mutex(engine.client, promoted.lock_path)
+    lock = Mutex(engine.client, promoted.lock_path, acl=engine.acl)
     try:
         if await lock.acquire(promoted.max_lock_time):
             try:
@@ -338,26 +362,29 @@ class _AddRequest:
     future: asyncio.Future[AtomicValue[int]]
 
 
-class _Batcher:
-    """Queues concurrent adds on one counter and applies each queue in one write."""
+class _AddQueue:
+    """Queues concurrent adds on one counter; one background drainer hands them
+    to :meth:`_apply` a batch (at most MAX_BATCH) at a time, in arrival order.
 
-    def __init__(
-        self, engine: _Engine[int], retry: RetryPolicy, promoted: PromotedToLock | None
-    ) -> None:
-        self._engine = engine
-        self._retry = retry
-        self._promoted = promoted
+    ``_apply`` settles every request's future; if it raises, the requests it
+    left unsettled get the error.
+    """
+
+    def __init__(self, client: Client, name: str) -> None:
+        self._client = client
+        self._name = name
         self._queue: list[_AddRequest] = []
         self._drainer: asyncio.Task[None] | None = None
+
+    async def _apply(self, batch: list[_AddRequest]) -> None:
+        raise NotImplementedError
 
     async def add(self, delta: int, lower: int | None, upper: int | None) -> AtomicValue[int]:
         future: asyncio.Future[AtomicValue[int]] = asyncio.get_running_loop().create_future()
         request = _AddRequest(delta, lower, upper, future)
         self._queue.append(request)
         if self._drainer is None:
-            self._drainer = self._engine.client.start_background(
-                self._drain(), name=f"aiocoord-counter-batcher {self._engine.path}"
-            )
+            self._drainer = self._client.start_background(self._drain(), name=self._name)
         try:
             return await future
         except asyncio.CancelledError:
@@ -373,10 +400,31 @@ class _Batcher:
                 batch = self._queue[:MAX_BATCH]
                 del self._queue[:MAX_BATCH]
                 batch = [r for r in batch if not r.future.done()]
-                if batch:
+                if not batch:
+                    continue
+                try:
                     await self._apply(batch)
+                except BaseException as error:
+                    for request in batch:
+                        if not request.future.done():
+                            request.future.set_exception(error)
+                            request.future.exception()
+                    if not isinstance(error, Exception):
+                        raise
         finally:
             self._drainer = None
+
+
+class _Batcher(_AddQueue):
+    """Applies each batch of adds on one counter node in one write."""
+
+    def __init__(
+        self, engine: _Engine[int], retry: RetryPolicy, promoted: PromotedToLock | None
+    ) -> None:
+        super().__init__(engine.client, f"aiocoord-counter-batcher {engine.path}")
+        self._engine = engine
+        self._retry = retry
+        self._promoted = promoted
 
     async def _apply(self, batch: list[_AddRequest]) -> None:
         grants: list[tuple[int, int] | _Denied] = []
@@ -397,18 +445,9 @@ class _Batcher:
                 return _Refused(AtomicFailure.BOUND)
             return current
 
-        try:
-            outcome, stats = await _run_cas(
-                self._engine, make, self._retry, self._promoted, batch_size=len(batch)
-            )
-        except BaseException as error:
-            for request in batch:
-                if not request.future.done():
-                    request.future.set_exception(error)
-                    request.future.exception()
-            if not isinstance(error, Exception):
-                raise
-            return
+        outcome, stats = await _run_cas(
+            self._engine, make, self._retry, self._promoted, batch_size=len(batch)
+        )
         for request, granted in zip(batch, grants, strict=False):
             if request.future.done():
                 continue
@@ -459,14 +498,29 @@ class _Atomic(Generic[T]):
         *,
         retry: RetryPolicy | None = None,
         promoted_to_lock: PromotedToLock | None = None,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
-        recipe_path(path, "counter")
+        recipe_path(client, path, "counter")
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise ArgumentTypeError("retry", "an aiocoord.RetryPolicy or None", retry, path)
         if promoted_to_lock is not None:
-            _paths.validate_path(promoted_to_lock.lock_path)
+            if not isinstance(promoted_to_lock, PromotedToLock):
+                raise ArgumentTypeError(
+                    "promoted_to_lock", "an aiocoord.PromotedToLock or None", promoted_to_lock, path
+                )
+            recipe_path(client, promoted_to_lock.lock_path, "promotion lock")
+            check_timeout(promoted_to_lock.max_lock_time, "max_lock_time", path=path)
+            lock_retry = promoted_to_lock.retry
+            if not isinstance(lock_retry, RetryPolicy):
+                raise ArgumentTypeError(
+                    "promoted_to_lock.retry", "an aiocoord.RetryPolicy", lock_retry, path
+                )
         self._client = client
         self.path = path
         self._retry = retry or DEFAULT_RETRY
         self._promoted = promoted_to_lock
+        self._acl = check_recipe_acl(acl, path)
+        """The ACL of the counter's node, its promotion lock's, and missing parents'."""
 
     def __repr__(self) -> str:
         promoted = self._promoted
@@ -474,7 +528,7 @@ class _Atomic(Generic[T]):
         return f"<{type(self).__name__} {self.path!r}{lock}>"
 
     def _engine(self) -> _Engine[T]:
-        return _engine_for(self._client, self.path, self._codec, self._zero)
+        return _engine_for(self._client, self.path, self._codec, self._zero, self._acl)
 
     async def _update(self, make: Callable[[T], T | _Refused]) -> AtomicValue[T]:
         outcome, stats = await _run_cas(self._engine(), make, self._retry, self._promoted)
@@ -492,7 +546,8 @@ class _Atomic(Generic[T]):
         ``succeeded=False, reason=AtomicFailure.MISMATCH``. A missing node is never
         created here, although :meth:`get` reads it as zero: as Curator's compareAndSet.
         """
-        _encode(self._codec, new)
+        _encode(self._codec, expected, self.path)
+        _encode(self._codec, new, self.path)
         engine = self._engine()
 
         def make(value: T) -> T | _Refused:
@@ -512,7 +567,7 @@ class _Atomic(Generic[T]):
 
     async def try_set(self, new: T) -> AtomicValue[T]:
         """Set ``new`` whatever the current value, by compare-and-set under the retry policy."""
-        _encode(self._codec, new)
+        _encode(self._codec, new, self.path)
         return await self._update(lambda _value: new)
 
     async def force_set(self, new: T) -> None:
@@ -521,9 +576,9 @@ class _Atomic(Generic[T]):
 
     async def initialize(self, value: T) -> bool:
         """Create the node with ``value``; False (and no change) if it already exists."""
-        data = _encode(self._codec, value)
+        data = _encode(self._codec, value, self.path)
         try:
-            await self._client.create(self.path, data, make_parents=True)
+            await self._client.create(self.path, data, make_parents=True, acl=self._acl)
         except NodeExistsError:
             return False
         except ConnectionLossError as error:
@@ -555,9 +610,10 @@ class _AtomicNumber(_Atomic[int]):
         retry: RetryPolicy | None = None,
         promoted_to_lock: PromotedToLock | None = None,
         coalesce: bool = True,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
-        super().__init__(client, path, retry=retry, promoted_to_lock=promoted_to_lock)
-        self._coalesce = coalesce
+        super().__init__(client, path, retry=retry, promoted_to_lock=promoted_to_lock, acl=acl)
+        self._coalesce = check_flag(coalesce, "coalesce", path=path)
 
     async def add(
         self,
@@ -573,14 +629,17 @@ class _AtomicNumber(_Atomic[int]):
         (or raises BoundExceededError with ``raise_on_bound``). Nothing ever
         takes the value outside the bounds, whatever the contention or faults.
         """
-        if not isinstance(delta, int) or isinstance(delta, bool):
-            raise TypeError(f"delta must be int, not {type(delta).__name__}")
+        check_int(delta, "delta", path=self.path)
+        for bound, name in ((lower, "lower"), (upper, "upper")):
+            if bound is not None:
+                check_int(bound, name, path=self.path)
+        check_flag(raise_on_bound, "raise_on_bound", path=self.path)
         if lower is not None and upper is not None and lower > upper:
-            raise ValueError(f"lower ({lower}) > upper ({upper})")
-        _encode(self._codec, delta)  # a delta that does not fit is an overflow already
+            raise InvalidArgumentError("bounds", f"lower ({lower}) > upper ({upper})", self.path)
+        _encode(self._codec, delta, self.path)  # a delta that does not fit is an overflow already
         if self._coalesce and self._codec is Codec.LONG:
             batcher: _Batcher = self._client.recipe_state(
-                (_Batcher, self.path, self._retry, self._promoted),
+                (_Batcher, self.path, self._retry, self._promoted, self._acl),
                 lambda: _Batcher(self._engine(), self._retry, self._promoted),
             )
             result = await batcher.add(delta, lower, upper)
@@ -606,7 +665,7 @@ class _AtomicNumber(_Atomic[int]):
 
     async def subtract(self, delta: int, **bounds: Unpack[Bounds]) -> AtomicValue[int]:
         """Subtract ``delta`` (bounds as for :meth:`add`)."""
-        return await self.add(-delta, **bounds)
+        return await self.add(-check_int(delta, "delta", path=self.path), **bounds)
 
 
 class AtomicLong(_AtomicNumber):
@@ -632,9 +691,10 @@ class AtomicInt(_AtomicNumber):
         *,
         retry: RetryPolicy | None = None,
         promoted_to_lock: PromotedToLock | None = None,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
         super().__init__(
-            client, path, retry=retry, promoted_to_lock=promoted_to_lock, coalesce=False
+            client, path, retry=retry, promoted_to_lock=promoted_to_lock, coalesce=False, acl=acl
         )
 
 
@@ -646,5 +706,11 @@ class AtomicBytes(_Atomic[bytes]):
     _zero = b""
 
     async def update(self, function: Callable[[bytes], bytes]) -> AtomicValue[bytes]:
-        """Replace the value with ``function(current)`` (may run more than once)."""
+        """Replace the value with ``function(current)`` (may run more than once).
+
+        ``function`` must return bytes: anything else raises ArgumentTypeError
+        and nothing is written.
+        """
+        if not callable(function):
+            raise ArgumentTypeError("function", "a callable", function, self.path)
         return await self._update(function)

@@ -19,13 +19,15 @@ import contextlib
 import enum
 import functools
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import anyio
 
 from .. import _paths
+from .._checks import check_bytes, check_recipe_acl
 from .._exceptions import (
+    ArgumentTypeError,
     BadVersionError,
     ClientClosedError,
     CoordinationError,
@@ -45,7 +47,7 @@ from .._session import (
     retry_on_connection_loss,
     run_cleanup,
 )
-from .._types import EventType, Stat, WatchEvent
+from .._types import ACL, EventType, Stat, WatchEvent
 from ._contenders import recipe_path
 
 __all__ = ["GroupMember"]
@@ -69,7 +71,7 @@ class _Phase(enum.Enum):
 def _member_id(path: str, member_id: object) -> str:
     """``member_id`` if it can be a child node's name under ``path``, else raise."""
     if not isinstance(member_id, str):
-        raise TypeError(f"member_id must be str, not {type(member_id).__name__}")
+        raise ArgumentTypeError("member_id", "str", member_id, path)
     node = f"{path}/{member_id}"
     if not member_id:
         raise InvalidPathError(node, "the member id is empty")
@@ -123,10 +125,23 @@ class GroupMember:
     session takes the id while ours is being re-created, the member stops
     (``is_member`` stays False), logs a warning, and :meth:`wait_member` and
     :meth:`changes` raise that error. Leaving (:meth:`close`) deletes the node.
+
+    ``acl`` (default: the client's ``default_acl``) is the ACL of our node and
+    of the missing group path and parents made for it.
     """
 
-    def __init__(self, client: Client, path: str, member_id: str, data: bytes = b"") -> None:
-        recipe_path(path, "group")
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        member_id: str,
+        data: bytes = b"",
+        *,
+        acl: Sequence[ACL] | None = None,
+    ) -> None:
+        recipe_path(client, path, "group")
+        self._acl = check_recipe_acl(acl, path)
+        """The ACL of our node and of the missing parents made for it."""
         self._client = client
         self._group = path
         self._id = _member_id(path, member_id)
@@ -181,12 +196,7 @@ class GroupMember:
         return self._is_member
 
     def _checked(self, data: object) -> bytes:
-        if isinstance(data, bytes):
-            value = data
-        elif isinstance(data, bytearray | memoryview):
-            value = bytes(data)
-        else:
-            raise TypeError(f"member data must be bytes, not {type(data).__name__}")
+        value = check_bytes(data, "member data", path=self._node)
         limit = self._client.max_data_size
         if len(value) > limit:
             raise DataTooLargeError(self._node, len(value), limit)
@@ -302,7 +312,7 @@ class GroupMember:
         session = client.session_id
         try:
             _path, stat = await client.create_with_stat(
-                self._node, self._data, ephemeral=True, container_parents=True
+                self._node, self._data, ephemeral=True, container_parents=True, acl=self._acl
             )
         except NoNodeError:
             return None  # the group's container was swept away between its create and ours

@@ -10,12 +10,28 @@ their work in a cancel scope that is cancelled on loss.
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import anyio
 
 from .._session import Client, ConnectionState, ErrorPolicy
 
-__all__ = ["Hold", "LossMonitor"]
+__all__ = ["Hold", "LossMonitor", "native_cancel_pending"]
+
+log = logging.getLogger("aiocoord")
+
+
+def native_cancel_pending() -> bool:
+    """Whether the running task has a cancellation that nothing has delivered.
+
+    A hold's cancel scope, cancelled by a loss at the moment a native
+    ``task.cancel()`` arrives (a close, a TaskGroup), can take the one
+    CancelledError for its own and end quietly: the task would go on as if
+    never cancelled, and a loop in it would never stop. The task's count of
+    requested cancellations still tells; the caller then raises CancelledError.
+    """
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 class Hold:
@@ -24,6 +40,10 @@ class Hold:
     def __init__(self) -> None:
         self.lost = False
         self.reason = ""
+        self.subject = ""
+        """What is held, for the log (``lock '/a'``); set by :meth:`LossMonitor.add`."""
+        self.session_id = 0
+        """The session that granted it; set by :meth:`LossMonitor.add`."""
         self._lost_event = asyncio.Event()
         self._scopes: list[anyio.CancelScope] = []
 
@@ -33,6 +53,8 @@ class Hold:
             return
         self.lost = True
         self.reason = reason
+        # An operator's first clue that two holders may overlap: always WARNING.
+        log.warning("%s lost (session 0x%x): %s", self.subject or "a hold", self.session_id, reason)
         self._lost_event.set()
         for scope in self._scopes:
             scope.cancel()
@@ -62,9 +84,11 @@ class LossMonitor:
     Listens to the client only while it has holds, so idle recipes cost nothing.
     """
 
-    def __init__(self, client: Client, policy: ErrorPolicy) -> None:
+    def __init__(self, client: Client, policy: ErrorPolicy, what: str = "") -> None:
         self._client = client
         self._policy = policy
+        self._what = what
+        """What the holds are, for the log when one is lost (``lock '/a'``)."""
         self._holds: set[Hold] = set()
 
     def add(self, hold: Hold, session_id: int) -> None:
@@ -74,6 +98,7 @@ class LossMonitor:
         this call: transitions before it are judged here, from the current
         state and session, and every later one by the listener.
         """
+        hold.subject, hold.session_id = self._what, session_id
         if not self._holds:
             self._client.add_listener(self._on_state)
         self._holds.add(hold)

@@ -19,13 +19,15 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 
+from .._checks import check_flag, check_recipe_acl, check_text, check_timeout
 from .._exceptions import (
+    ArgumentTypeError,
     ClientClosedError,
     ConnectionLossError,
     LeadershipLostError,
@@ -40,11 +42,12 @@ from .._session import (
     ErrorPolicy,
     Fence,
     Transaction,
+    check_error_policy,
     retry_on_connection_loss,
 )
-from .._types import EventType
+from .._types import ACL, EventType
 from ._contenders import LOCK_NAME, Contender, mutex_rule, recipe_path, sort_contenders
-from ._holding import Hold, LossMonitor
+from ._holding import Hold, LossMonitor, native_cancel_pending
 from ._lock import default_node_data
 
 __all__ = ["Candidate", "LeaderElection", "LeaderLatch"]
@@ -100,19 +103,9 @@ def _check_arguments(
     client: Client, path: str, participant_id: str, error_policy: ErrorPolicy | None, what: str
 ) -> bytes:
     """Validate a recipe's arguments (before any I/O); the participant id's bytes."""
-    if not isinstance(client, Client):
-        raise TypeError(f"a {what} needs an aiocoord.Client, not {type(client).__name__}")
-    recipe_path(path, what)
-    if not isinstance(participant_id, str):
-        raise TypeError(f"participant_id must be a str, not {type(participant_id).__name__}")
-    if error_policy is not None and not isinstance(error_policy, ErrorPolicy):
-        raise TypeError(
-            f"error_policy must be an aiocoord.ErrorPolicy, not {type(error_policy).__name__}"
-        )
-    try:
-        return participant_id.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise ValueError(f"participant_id {participant_id!r} is not encodable as UTF-8") from error
+    recipe_path(client, path, what)
+    check_error_policy(error_policy, path)
+    return check_text(participant_id, "participant_id", path=path)
 
 
 async def _node_gone(client: Client, node: str, session_id: int) -> str:
@@ -202,6 +195,9 @@ class LeaderLatch:
 
     A leader may have lost leadership without knowing yet (a long pause):
     guard writes with :meth:`fence` or :meth:`transaction` to be safe.
+
+    ``acl`` (default: the client's ``default_acl``) is the ACL of our node and
+    of the missing parents made for it.
     """
 
     def __init__(
@@ -211,13 +207,17 @@ class LeaderLatch:
         participant_id: str = "",
         *,
         error_policy: ErrorPolicy | None = None,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
         self._data = _check_arguments(client, path, participant_id, error_policy, "leader latch")
+        self._acl = check_recipe_acl(acl, path)
         self._client = client
         self.path = path
         self.participant_id = participant_id
         """This participant's id, stored in its node (Curator's latch id)."""
-        self._monitor = LossMonitor(client, error_policy or client.error_policy)
+        self._monitor = LossMonitor(
+            client, error_policy or client.error_policy, f"leadership of {path!r}"
+        )
         self._state = _NEW
         self._leader = False
         self._lost = asyncio.Event()
@@ -308,6 +308,7 @@ class LeaderLatch:
             # Read the queue again after every wake-up, so a decision to lead
             # also sees that our own node is still there.
             last_blocker_shortcut=False,
+            acl=self._acl,
         )
 
     # --- the background task ------------------------------------------------------------
@@ -315,6 +316,10 @@ class LeaderLatch:
     async def _follow(self, contender: Contender) -> None:
         try:
             while True:
+                # An anyio scope in a step below (a timeout, a term's) can take a
+                # close's cancellation for its own: never take another turn then.
+                if native_cancel_pending():
+                    raise asyncio.CancelledError
                 if contender.node is None:
                     self._contender = contender = self._new_contender()
                     try:
@@ -332,6 +337,8 @@ class LeaderLatch:
                     # Our node went with the session or was deleted: queue again, at the back.
                     await contender.abandon()
                     continue
+                if native_cancel_pending():
+                    raise asyncio.CancelledError
                 # The decision rests on a reply from the session owning our node; with
                 # no await until the monitor has the term, every later state counts.
                 term = _LatchTerm(contender, lambda: self._set_leader(False))
@@ -371,6 +378,8 @@ class LeaderLatch:
                 term.mark_lost(reason)
             finally:
                 term.remove_scope(scope)
+        if native_cancel_pending():
+            raise asyncio.CancelledError
 
     async def _wait_for_zookeeper(self, error: BaseException) -> None:
         log.info("leader latch %r: %s; waiting for ZooKeeper", self.path, error)
@@ -425,6 +434,7 @@ class LeaderLatch:
         waiting), ClientClosedError if its client closed, and the error of a
         failed background task.
         """
+        timeout = check_timeout(timeout, path=self.path)
         self._check_usable()
         if self._leader:
             return True
@@ -616,6 +626,8 @@ class _Leadership:
                 cancelled = await _stop(watcher)
             if cancelled is not None:
                 raise cancelled
+            if suppress and native_cancel_pending():
+                raise asyncio.CancelledError  # a cancellation the scope took for the loss's
             if lost and (exc_type is None or suppress):
                 raise LeadershipLostError(election.path, reason)
             assert not suppress, "a term's scope is cancelled only by a loss"
@@ -649,6 +661,9 @@ class LeaderElection:
     One object is one participant: a second ``leadership()`` or ``run()``
     while one is active raises RuntimeError. Make one LeaderElection per
     competing task.
+
+    ``acl`` (default: the client's ``default_acl``) is the ACL of our node and
+    of the missing parents made for it.
     """
 
     def __init__(
@@ -658,15 +673,19 @@ class LeaderElection:
         participant_id: str = "",
         *,
         error_policy: ErrorPolicy | None = None,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
         data = _check_arguments(client, path, participant_id, error_policy, "leader election")
+        self._acl = check_recipe_acl(acl, path)
         self._client = client
         self.path = path
         self.participant_id = participant_id
         """This participant's id. Its node holds it as UTF-8; an empty id stores
         ``host:pid`` instead (where Curator stores the client's IP address)."""
         self._data = data or default_node_data()
-        self._monitor = LossMonitor(client, error_policy or client.error_policy)
+        self._monitor = LossMonitor(
+            client, error_policy or client.error_policy, f"leadership of {path!r}"
+        )
         self._rule = mutex_rule(1, (LOCK_NAME,))
         self._term: _Term | None = None
         self._busy = False
@@ -691,6 +710,7 @@ class LeaderElection:
             # Curator's selector lists again). Our own node being deleted by
             # someone else meanwhile is the one case this misses: the term's
             # node watch reports it within a round trip and cancels the term.
+            acl=self._acl,
         )
 
     def leadership(
@@ -704,7 +724,7 @@ class LeaderElection:
         deletes our node: the next participant leads. Waiting rides out
         SUSPENDED; a lost session while waiting queues us again, at the back.
         """
-        return _Leadership(self, timeout)
+        return _Leadership(self, check_timeout(timeout, path=self.path))
 
     async def run(self, fn: Callable[[], Awaitable[object]], *, requeue: bool = True) -> None:
         """``await fn()`` each time this participant leads, until cancelled.
@@ -720,6 +740,9 @@ class LeaderElection:
         with ``requeue`` also ZooKeeper being out of reach for longer than the
         request timeout; it ends on ClientClosedError.
         """
+        if not callable(fn):
+            raise ArgumentTypeError("fn", "an async callable", fn, self.path)
+        check_flag(requeue, "requeue", path=self.path)
         while True:
             leading = False
             try:

@@ -16,16 +16,19 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 
 from .. import _paths
+from .._checks import check_bytes, check_recipe_acl, check_text, check_ttl_ms
 from .._exceptions import (
     BadVersionError,
     CoordinationError,
     CorruptValueError,
+    DataTooLargeError,
     LeaseHeldError,
     LockLostError,
     NoConnectionError,
@@ -42,7 +45,7 @@ from .._session import (
     retry_on_connection_loss,
     run_cleanup,
 )
-from .._types import Codec, Stat
+from .._types import ACL, Codec, Stat
 from ._contenders import (
     recipe_path,
     sort_contenders,
@@ -64,7 +67,8 @@ class _LeaseData(Codec[tuple[int, bytes]]):
 
     def decode(self, data: bytes, path: str) -> tuple[int, bytes]:
         head, sep, holder = data.partition(b"\n")
-        if not (sep and head.isdigit()):
+        # At most 13 digits: ZooKeeper's longest TTL (2**40 - 1 ms) has 13.
+        if not (sep and head.isdigit() and len(head) <= 13):
             raise CorruptValueError(path, data, "a lease (TTL in milliseconds, newline, holder)")
         return int(head), holder
 
@@ -85,20 +89,35 @@ class Lease:
     takes over a lease that holder still has.
 
     The server needs TTL nodes enabled (``zookeeper.extendedTypesEnabled``).
+    ``acl`` (default: the client's ``default_acl``) is the ACL of the lease
+    nodes and of the missing parents made for them. A child of the lease path
+    that is not a lease (another program's node) makes :meth:`try_acquire`
+    raise CorruptValueError naming it; it is left in place.
     """
 
-    def __init__(self, client: Client, path: str, ttl: float, holder: str | bytes) -> None:
-        recipe_path(path, "lease")
-        if ttl <= 0:
-            raise ValueError("ttl must be positive")
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        ttl: float,
+        holder: str | bytes,
+        *,
+        acl: Sequence[ACL] | None = None,
+    ) -> None:
+        recipe_path(client, path, "lease")
+        self._ttl_ms = check_ttl_ms(ttl, path=path)
         self._client = client
         self.path = path
         self.ttl = float(ttl)
-        self._ttl_ms = max(1, int(ttl * 1000))
-        self.holder = (
-            Codec.UTF8.encode(holder) if isinstance(holder, str) else Codec.BYTES.encode(holder)
-        )
+        if isinstance(holder, str):
+            self.holder = check_text(holder, "holder", path=path)
+        else:
+            self.holder = check_bytes(holder, "holder", path=path)
+        self._acl = check_recipe_acl(acl, path)
+        """The ACL of our lease nodes and the parents made for them (None: the client's)."""
         self._data = _DATA.encode((self._ttl_ms, self.holder))
+        if len(self._data) > client.max_data_size:
+            raise DataTooLargeError(path, len(self._data), client.max_data_size)
         self._node: str | None = None
         self._version = 0
         self._valid_until = 0.0
@@ -134,7 +153,15 @@ class Lease:
                 return True
             except LockLostError:
                 pass
-        own = OwnNode(self._client, self.path, _NAME, self._data, ttl=self.ttl, sequential=True)
+        own = OwnNode(
+            self._client,
+            self.path,
+            _NAME,
+            self._data,
+            ttl=self.ttl,
+            sequential=True,
+            acl=self._acl,
+        )
         sent_at = time.monotonic()
         try:
             names = await own.create(list_children=True)
@@ -189,10 +216,10 @@ class Lease:
                 raise result
             data, stat = result
             path = f"{self.path}/{name}"
-            try:
-                ttl_ms, holder = _DATA.decode(data, path)
-            except CorruptValueError:
-                ttl_ms, holder = self._ttl_ms, data  # not written by a Lease: judge it by our TTL
+            # A node that is not a lease (written by another program) is not
+            # judged, nor deleted: CorruptValueError names it, for whoever
+            # put it there to remove it.
+            ttl_ms, holder = _DATA.decode(data, path)
             if stat.mtime + ttl_ms <= now:
                 # Lapsed: remove it, unless its holder renewed it meanwhile (then
                 # the version no longer matches and the lease stands).
@@ -332,8 +359,14 @@ class LeaseHold:
         return lease
 
     async def _watch(self) -> None:
-        await self._lease._keep(self._keep_alive)
+        lease = self._lease
+        await lease._keep(self._keep_alive)
         self._lost = True
+        log.warning(
+            "lease %r lost (session 0x%x): it lapsed unrenewed",
+            lease.path,
+            lease._client.session_id,
+        )
         if self._scope is not None:
             self._scope.cancel()
 

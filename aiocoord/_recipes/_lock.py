@@ -4,6 +4,7 @@ InterProcessReadWriteLock, node for node)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -14,6 +15,7 @@ from typing import Any, Protocol
 import anyio
 
 from .. import _paths
+from .._checks import check_bytes, check_recipe_acl, check_timeout
 from .._exceptions import (
     DeadlockError,
     LockLostError,
@@ -21,7 +23,15 @@ from .._exceptions import (
     NotOwnerError,
     OperationTimeoutError,
 )
-from .._session import Client, ErrorPolicy, Fence, Transaction, run_cleanup
+from .._session import (
+    Client,
+    ErrorPolicy,
+    Fence,
+    Transaction,
+    check_error_policy,
+    run_cleanup,
+)
+from .._types import ACL
 from ._contenders import (
     LOCK_NAME,
     READ_LOCK_NAME,
@@ -35,7 +45,7 @@ from ._contenders import (
     sequence_key,
     sort_contenders,
 )
-from ._holding import Hold, LossMonitor
+from ._holding import Hold, LossMonitor, native_cancel_pending
 
 __all__ = [
     "FencedTransaction",
@@ -101,7 +111,7 @@ class HoldContext:
     def __init__(self, lock: _Holdable, *, cancel_on_loss: bool, timeout: float | None) -> None:
         self._lock = lock
         self._cancel_on_loss = cancel_on_loss
-        self._timeout = timeout
+        self._timeout = check_timeout(timeout, path=lock.path)
         self._scope: anyio.CancelScope | None = None
         self._hold: Hold | None = None
 
@@ -136,6 +146,8 @@ class HoldContext:
             hold.remove_scope(self._scope)
             suppress = bool(self._scope.__exit__(exc_type, exc, tb))
         await self._lock.release()
+        if suppress and native_cancel_pending():
+            raise asyncio.CancelledError  # a cancellation the scope took for the loss's
         if hold.lost and (exc_type is None or suppress):
             raise LockLostError(self._lock.path, hold.reason)
         assert not suppress, "a hold's scope is cancelled only by a loss"
@@ -161,6 +173,9 @@ class Mutex:
     What counts as losing it is the error policy: by default a SUSPENDED
     connection already does (:class:`~aiocoord.StandardErrorPolicy`); with
     :class:`~aiocoord.SessionErrorPolicy` only an expired session does.
+
+    ``acl`` (default: the client's ``default_acl``) is the ACL of every node
+    the lock makes, the lock path and its missing parents included.
     """
 
     _lock_name = LOCK_NAME
@@ -174,12 +189,16 @@ class Mutex:
         *,
         data: bytes | None = None,
         error_policy: ErrorPolicy | None = None,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
-        recipe_path(path, "lock")
+        recipe_path(client, path, "lock")
         self._client = client
         self.path = path
-        self._data = default_node_data() if data is None else bytes(data)
-        self._monitor = LossMonitor(client, error_policy or client.error_policy)
+        self._data = default_node_data() if data is None else check_bytes(data, "data", path=path)
+        self._acl = check_recipe_acl(acl, path)
+        """The ACL of our nodes and of the parents made for them (None: the client's)."""
+        error_policy = check_error_policy(error_policy, path)
+        self._monitor = LossMonitor(client, error_policy or client.error_policy, f"lock {path!r}")
         self._holds: dict[asyncio.Task[Any], _LockHold] = {}
         self._mutex_rule = mutex_rule(1, self._lock_names)
 
@@ -201,6 +220,7 @@ class Mutex:
             self._data,
             fixed_suffix=fixed_suffix,
             last_blocker_shortcut=self._last_blocker_shortcut,
+            acl=self._acl,
         )
 
     def _before_acquire(self, task: asyncio.Task[Any]) -> None:
@@ -221,6 +241,7 @@ class Mutex:
         acquire in a task of its own), so use ``acquire(timeout=t)``,
         ``asyncio.timeout()`` or ``anyio.fail_after()`` instead.
         """
+        timeout = check_timeout(timeout, path=self.path)
         task = current_task()
         hold = self._holds.get(task)
         if hold is not None:
@@ -234,8 +255,16 @@ class Mutex:
             return False
         # No await from the grant to here: the monitor judges every transition.
         hold = _LockHold(contender)
-        self._holds[task] = hold
-        self._monitor.add(hold, contender.session_id)
+        try:
+            self._holds[task] = hold
+            self._monitor.add(hold, contender.session_id)
+        except BaseException:
+            # Granted but not recorded (an error policy that raised): nobody
+            # could release this node, so give it back before reporting.
+            self._holds.pop(task, None)
+            self._monitor.discard(hold)
+            await run_cleanup(self._client, contender.release)
+            raise
         task.add_done_callback(self._on_owner_done)
         return True
 
@@ -277,9 +306,11 @@ class Mutex:
             task.get_name(),
             self.path,
         )
-        self._client.start_background(
-            self._release_orphan(hold.contender), name=f"aiocoord-orphan-release {self.path}"
-        )
+        # Refused while the client closes: the node goes with its session then.
+        with contextlib.suppress(RuntimeError):
+            self._client.start_background(
+                self._release_orphan(hold.contender), name=f"aiocoord-orphan-release {self.path}"
+            )
 
     async def _release_orphan(self, contender: Contender) -> None:
         await run_cleanup(self._client, contender.release)
@@ -468,12 +499,12 @@ class ReadWriteLock:
         *,
         data: bytes | None = None,
         error_policy: ErrorPolicy | None = None,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
+        options = {"data": data, "error_policy": error_policy, "acl": acl}
+        self.write_lock: Mutex = _WriteLock(self, client, path, **options)
+        self.read_lock: Mutex = _ReadLock(self, client, path, **options)
         self.path = path
-        self.write_lock: Mutex = _WriteLock(
-            self, client, path, data=data, error_policy=error_policy
-        )
-        self.read_lock: Mutex = _ReadLock(self, client, path, data=data, error_policy=error_policy)
 
     def __repr__(self) -> str:
         return (

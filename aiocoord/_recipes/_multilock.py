@@ -10,10 +10,13 @@ from typing import Any, Protocol
 
 import anyio
 
-from .._exceptions import NotOwnerError
+from .._checks import check_timeout
+from .._exceptions import ArgumentTypeError, InvalidArgumentError, NotOwnerError
 from .._session import Fence
 
 __all__ = ["Lockable", "MultiLock"]
+
+_LOCKABLE = ("acquire", "release", "fence")
 
 
 class Lockable(Protocol):
@@ -44,8 +47,15 @@ class MultiLock:
     """
 
     def __init__(self, locks: Sequence[Lockable]) -> None:
+        if isinstance(locks, str | bytes) or not isinstance(locks, Sequence):
+            raise ArgumentTypeError("locks", "a sequence of locks", locks)
         if not locks:
-            raise ValueError("MultiLock needs at least one lock")
+            raise InvalidArgumentError("locks", "MultiLock needs at least one lock")
+        for index, lock in enumerate(locks):
+            if not all(callable(getattr(lock, name, None)) for name in _LOCKABLE):
+                raise ArgumentTypeError(
+                    f"locks[{index}]", "a lock (with acquire, release and fence)", lock
+                )
         self._locks = list(locks)
         # Per task, one entry per acquire() not yet released.
         self._taken: dict[asyncio.Task[Any] | None, list[list[Lockable]]] = {}
@@ -55,6 +65,7 @@ class MultiLock:
 
         ``timeout`` bounds the whole acquisition: each lock gets what is left of it.
         """
+        timeout = check_timeout(timeout)
         deadline = math.inf if timeout is None else time.monotonic() + timeout
         taken: list[Lockable] = []
         try:

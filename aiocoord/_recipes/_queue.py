@@ -64,13 +64,16 @@ import anyio
 from typing_extensions import TypeVar
 
 from .. import _paths
+from .._checks import check_flag, check_int, check_recipe_acl, check_seconds, check_timeout
 from .._exceptions import (
+    ArgumentTypeError,
     BadVersionError,
     ClientClosedError,
     ConnectionLossError,
     CoordinationError,
     CorruptValueError,
     DataTooLargeError,
+    InvalidArgumentError,
     InvalidPathError,
     LockLostError,
     NoConnectionError,
@@ -85,13 +88,14 @@ from .._session import (
     ErrorPolicy,
     Watch,
     call_with_retry,
+    check_error_policy,
     delete_quietly,
     retry_on_connection_loss,
     run_cleanup,
 )
-from .._types import Codec, Stat
+from .._types import ACL, Codec, Stat
 from ._contenders import recipe_path
-from ._holding import Hold, LossMonitor
+from ._holding import Hold, LossMonitor, native_cancel_pending
 from ._lock import default_node_data
 
 __all__ = [
@@ -148,10 +152,11 @@ def priority_name(priority: int) -> str:
     """The item name (before the sequence) for ``priority`` in Curator's
     DistributedPriorityQueue: ``queue-`` then ``1`` (>= 0) or ``0`` (< 0) and the
     32-bit value in 8 hex digits, so names sort by priority, lowest first."""
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise TypeError(f"priority must be an int, not {type(priority).__name__}")
+    check_int(priority, "priority")
     if not -(2**31) <= priority < 2**31:
-        raise ValueError(f"priority {priority} does not fit in 32 bits (Curator's int)")
+        raise InvalidArgumentError(
+            "priority", f"{priority} does not fit in 32 bits (Curator's int)"
+        )
     sign = "1" if priority >= 0 else "0"
     return f"{CURATOR_QUEUE_NAME}{sign}{priority & 0xFFFFFFFF:08X}"
 
@@ -159,10 +164,9 @@ def priority_name(priority: int) -> str:
 def delay_name(due_ms: int) -> str:
     """The item name (before the sequence) for an item due at ``due_ms``
     (milliseconds since the epoch) in Curator's DistributedDelayQueue."""
-    if isinstance(due_ms, bool) or not isinstance(due_ms, int):
-        raise TypeError(f"due time must be an int, not {type(due_ms).__name__}")
+    check_int(due_ms, "due time", maximum=2**63 - 1)  # Curator reads a Java long
     if due_ms < 0:
-        raise ValueError("the due time cannot be before the epoch")
+        raise InvalidArgumentError("due time", "cannot be before the epoch")
     return f"{CURATOR_QUEUE_NAME}{_SEPARATOR}{due_ms:08X}{_SEPARATOR}"
 
 
@@ -186,9 +190,9 @@ def fix_id(item_id: str) -> str:
 def id_name(item_id: str) -> str:
     """The item name (before the sequence) for ``item_id`` in Curator's DistributedIdQueue."""
     if not isinstance(item_id, str):
-        raise TypeError(f"an item id must be str, not {type(item_id).__name__}")
+        raise ArgumentTypeError("item id", "a str", item_id)
     if not item_id:
-        raise ValueError("an item id cannot be empty")
+        raise InvalidArgumentError("item id", "an item id cannot be empty")
     name = f"{CURATOR_QUEUE_NAME}{_SEPARATOR}{fix_id(item_id)}{_SEPARATOR}"
     _paths.validate_path("/" + name, sequential=True)  # the code points ZooKeeper refuses
     return name
@@ -415,6 +419,10 @@ class _Got(Generic[T]):
     """The session owning the marker."""
 
 
+class _MarkerGone(Exception):
+    """The session owning a take's marker ended: the marker went with it."""
+
+
 class _Diverted(Exception):
     """An undecodable item was moved to the dead-letter path: go on with the next."""
 
@@ -461,6 +469,9 @@ class QueueOptions(TypedDict, total=False):
     """Move undecodable items here instead of raising CorruptValueError."""
     error_policy: ErrorPolicy | None
     """Which connection states cancel a take's block; default the client's."""
+    acl: Sequence[ACL] | None
+    """The ACL of every node the queue makes (items, markers, dead letters, and
+    missing parents); default the client's ``default_acl``."""
 
 
 class _QueueBase(Generic[T]):
@@ -480,27 +491,30 @@ class _QueueBase(Generic[T]):
         max_items = options.get("max_items")
         lock_path = options.get("lock_path")
         dead_letter = options.get("dead_letter")
-        error_policy = options.get("error_policy")
-        recipe_path(path, self._kind)
+        error_policy = check_error_policy(options.get("error_policy"), path)
+        recipe_path(client, path, self._kind)
+        unknown = sorted(set(options) - set(QueueOptions.__annotations__))
+        if unknown:
+            raise InvalidArgumentError("queue option", f"unknown option {unknown[0]!r}", path)
         chosen: object = Codec.BYTES if codec is None else codec
         if not (
             callable(getattr(chosen, "encode", None)) and callable(getattr(chosen, "decode", None))
         ):
-            raise TypeError(
-                f"codec must have encode(value) and decode(data, path), not {type(chosen).__name__}"
+            raise ArgumentTypeError(
+                "codec", "an object with encode(value) and decode(data, path)", chosen, path
             )
         if max_items is not None:
-            if isinstance(max_items, bool) or not isinstance(max_items, int):
-                raise TypeError(f"max_items must be an int, not {type(max_items).__name__}")
-            if max_items < 1:
-                raise ValueError(f"max_items must be >= 1, not {max_items}")
+            check_int(max_items, "max_items", path=path, minimum=1)
         lock_path = path + _LOCK_PATH_SUFFIX if lock_path is None else lock_path
-        recipe_path(lock_path, "queue's lock path")
+        recipe_path(client, lock_path, "queue's lock path")
         if dead_letter is not None:
-            recipe_path(dead_letter, "dead-letter path")
+            recipe_path(client, dead_letter, "dead-letter path")
         for other, what in ((lock_path, "lock_path"), (dead_letter, "dead_letter")):
             if other is not None and (other == path or other.startswith(path + "/")):
-                raise ValueError(f"{what} {other!r} cannot be the queue path or below it")
+                raise InvalidArgumentError(
+                    what, f"{other!r} cannot be the queue path or below it", path
+                )
+        self._acl = check_recipe_acl(options.get("acl"), path)
         self._client = client
         self.path = path
         self.codec: ItemCodec[T] = cast("ItemCodec[T]", chosen)
@@ -512,19 +526,55 @@ class _QueueBase(Generic[T]):
         self._refilling: dict[bool, asyncio.Event] = {}
         """A listing under way, by mode (take or get): this object's other
         consumers wait for it instead of listing (and watching) too."""
-        self._monitor = LossMonitor(client, error_policy or client.error_policy)
+        self._monitor = LossMonitor(
+            client, error_policy or client.error_policy, f"take from queue {path!r}"
+        )
         self._marker_data = default_node_data()
 
     def __repr__(self) -> str:
         bound = "" if self.max_items is None else f" max_items={self.max_items}"
         return f"<{type(self).__name__} {self.path!r} codec={self.codec!r}{bound}>"
 
+    async def _make_path(self, path: str) -> None:
+        """Create the queue path or the lock path as Curator does.
+
+        Curator's DistributedQueue family (and any lock path) makes its own
+        node once, when a queue starts, as a persistent node under container
+        parents; were it a container, the server would sweep it away when
+        empty, and a running Curator producer or consumer would fail or go
+        deaf. SimpleDistributedQueue's path is a container.
+        """
+        client = self._client
+        if not self._layout.envelope and path == self.path:
+            await client.ensure_path(path, container=True, acl=self._acl)
+            return
+        await client.ensure_path(_paths.parent(path), container=True, acl=self._acl)
+        with contextlib.suppress(NodeExistsError):
+            await client.create(path, b"", acl=self._acl)
+
     # --- putting ----------------------------------------------------------------
 
+    def _encode_all(self, name: str, items: Iterable[T]) -> list[tuple[str, bytes]]:
+        """``(name, data)`` for each of ``items`` (put_many's), all encoded before any is sent."""
+        if isinstance(items, str | bytes | bytearray | memoryview) or not isinstance(
+            items, Iterable
+        ):
+            raise ArgumentTypeError("items", "an iterable of items", items, self.path)
+        return [(name, self._encode(item)) for item in items]
+
     def _encode(self, item: T) -> bytes:
-        data = self.codec.encode(item)
+        try:
+            data = self.codec.encode(item)
+        except ArgumentTypeError as error:  # from a ready-made codec: say which queue
+            raise ArgumentTypeError("item", error.expected, item, self.path) from None
+        except InvalidArgumentError as error:
+            raise InvalidArgumentError("item", error.reason, self.path) from None
+        except OverflowError as error:  # an int too wide for Codec.LONG or Codec.INT
+            if isinstance(error, CoordinationError):
+                raise
+            raise InvalidArgumentError("item", str(error), self.path) from None
         if not isinstance(data, bytes | bytearray | memoryview):
-            raise TypeError(f"{self.codec!r} encoded an item as {type(data).__name__}, not bytes")
+            raise ArgumentTypeError(f"what {self.codec!r} encoded", "bytes", data, self.path)
         data = bytes(data)
         if self._layout.envelope:
             data = wrap_item(data)
@@ -536,13 +586,15 @@ class _QueueBase(Generic[T]):
     async def _put(self, entries: list[tuple[str, bytes]], timeout: float | None) -> bool:
         """Create ``(name, data)`` items, all or none; False if ``timeout`` passed
         while the queue was full (nothing was put)."""
+        timeout = check_timeout(timeout, path=self.path)
         if not entries:
             return True
         if self.max_items is not None:
             if len(entries) > self.max_items:
-                raise ValueError(
-                    f"{len(entries)} items can never fit in {self.path!r} "
-                    f"(max_items={self.max_items})"
+                raise InvalidArgumentError(
+                    "items",
+                    f"{len(entries)} items can never fit (max_items={self.max_items})",
+                    self.path,
                 )
             if not await self._wait_for_room(len(entries), _deadline(timeout)):
                 return False
@@ -556,11 +608,11 @@ class _QueueBase(Generic[T]):
         async def send() -> None:
             if len(paths) == 1:
                 path, data = paths[0]
-                await client.create(path, data, sequential=True)
+                await client.create(path, data, sequential=True, acl=self._acl)
                 return
             transaction = client.transaction()
             for path, data in paths:
-                transaction.create(path, data, sequential=True)
+                transaction.create(path, data, sequential=True, acl=self._acl)
             await transaction.commit()
 
         async def once() -> None:
@@ -568,9 +620,7 @@ class _QueueBase(Generic[T]):
                 await send()
             except NoNodeError:
                 # The queue node is missing (a container the server swept away).
-                await retry_on_connection_loss(
-                    client, lambda: client.ensure_path(self.path, container=True)
-                )
+                await retry_on_connection_loss(client, lambda: self._make_path(self.path))
                 await send()
 
         try:
@@ -627,6 +677,7 @@ class _QueueBase(Generic[T]):
         QueueEmptyError if ``timeout`` passed first (``0``: one look). Without a
         timeout, requests wait through outages of any length.
         """
+        timeout = check_timeout(timeout, path=self.path)
         deadline = _deadline(timeout)
         cursor = self._cursor
         if self._layout.fresh:
@@ -740,11 +791,8 @@ class _QueueBase(Generic[T]):
                 )
                 break
             except NoNodeError:
-                # A consumer waits on the queue node, so make it (as Curator does);
-                # it is a container, which the server may sweep away when empty.
-                await retry_on_connection_loss(
-                    client, lambda: client.ensure_path(self.path, container=True)
-                )
+                # A consumer waits on the queue node, so make it (as Curator does).
+                await retry_on_connection_loss(client, lambda: self._make_path(self.path))
         watches.append(watch)
         ordered = self._layout.order(names)
         if mark and ordered:
@@ -900,10 +948,10 @@ class _QueueBase(Generic[T]):
 
         async def once() -> None:
             try:
-                await client.create(target, data, sequential=True)
+                await client.create(target, data, sequential=True, acl=self._acl)
             except NoNodeError:
-                await client.ensure_path(self.path, container=True)
-                await client.create(target, data, sequential=True)
+                await self._make_path(self.path)
+                await client.create(target, data, sequential=True, acl=self._acl)
 
         await call_with_retry(
             client.retry_policy,
@@ -999,14 +1047,15 @@ class _QueueBase(Generic[T]):
         client = self._client
         for _attempt in range(3):
             created, read = await (
-                client.pipeline().create(marker, token, ephemeral=True).get(path).execute()
+                client.pipeline()
+                .create(marker, token, ephemeral=True, acl=self._acl)
+                .get(path)
+                .execute()
             )
             if isinstance(created, NodeExistsError):
                 return 0, None
             if isinstance(created, NoNodeError):
-                await retry_on_connection_loss(
-                    client, lambda: client.ensure_path(self.lock_path, container=True)
-                )
+                await retry_on_connection_loss(client, lambda: self._make_path(self.lock_path))
                 continue
             if isinstance(created, ConnectionLossError) and not isinstance(
                 created, NoConnectionError
@@ -1043,34 +1092,75 @@ class _QueueBase(Generic[T]):
         """Delete our marker (the item goes back to the queue), if our session still owns it."""
         client = self._client
         if owner is None:
-            if token is None or await self._find_marker(marker, token) is None:
+            if token is None:
                 return
-        elif client.session_id != owner:
-            return  # it went with the session
-        with contextlib.suppress(SessionExpiredError, ClientClosedError, NoConnectionError):
+            owner = await self._find_marker(marker, token)
+            if owner is None:
+                return
+        # Only in the session that owns it: markers of one item share a name, and
+        # a delete that waited into a new session would remove the next taker's.
+        with (
+            contextlib.suppress(SessionExpiredError, ClientClosedError, NoConnectionError),
+            client.only_in_session(owner),
+        ):
             await delete_quietly(client, marker)
 
     async def _commit(self, got: _Got[T]) -> None:
-        """Delete the item and its marker in one transaction: the work is done."""
+        """Delete the item and its marker in one transaction: the work is done.
+
+        LockLostError if the item certainly went back (our marker is gone and
+        the commit never applied); OutcomeUnknownError if a commit was sent, its
+        reply lost, and the session ended before a retry could tell.
+        """
         client = self._client
         marker = got.marker
         assert marker is not None
-        if client.session_id != got.owner:
-            raise LockLostError(got.path, "the session that took it ended; it went back")
+        sent = False
 
         async def once() -> None:
+            nonlocal sent
+            # Checked before every try, not once: after a lost reply the retry may
+            # run in a new session, where our marker no longer keeps other takers
+            # off the item, so "the item is gone" would prove nothing.
+            if client.session_id != got.owner:
+                raise _MarkerGone
             try:
-                await client.transaction().delete(got.path).delete(marker).commit()
+                with client.only_in_session(got.owner):
+                    await client.transaction().delete(got.path).delete(marker).commit()
             except NoNodeError as error:
                 if error.op_index != 0:
                     raise LockLostError(got.path, "its taken-marker was deleted") from error
-                # The item is gone already: our own commit whose reply was lost,
-                # or someone removed it (remove(), move_aside(), a get() consumer).
-                await delete_quietly(client, marker)
+                # The item is gone while our marker still kept takers off it: our
+                # own commit whose reply was lost, or someone removed it (remove(),
+                # move_aside(), a get() consumer).
+                with client.only_in_session(got.owner):
+                    await delete_quietly(client, marker)
             except SessionExpiredError as error:
-                raise LockLostError(got.path, "the session that took it ended") from error
+                raise _MarkerGone from error
+            except ConnectionLossError as error:
+                sent = sent or error.sent
+                raise
 
-        await call_with_retry(client.retry_policy, once, retry_if=_lost_connection)
+        try:
+            await call_with_retry(client.retry_policy, once, retry_if=_lost_connection)
+        except _MarkerGone:
+            if sent and not await self._still_there(got.path):
+                # Our commit may have applied, or another taker's after our marker
+                # went: nobody can tell which.
+                raise OutcomeUnknownError(got.path) from None
+            raise LockLostError(got.path, "the session that took it ended; it went back") from None
+        except ConnectionLossError as error:
+            if sent:
+                raise OutcomeUnknownError(got.path) from error
+            raise
+
+    async def _still_there(self, path: str) -> bool | None:
+        """Whether the item exists (None if that cannot be learnt now)."""
+        client = self._client
+        try:
+            return await retry_on_connection_loss(client, lambda: client.exists(path)) is not None
+        except (ConnectionLossError, SessionExpiredError, ClientClosedError):
+            return None
 
     def take(self, timeout: float | None = None, *, cancel_on_loss: bool = True) -> QueueTake[T]:
         """``async with queue.take() as item:`` at-least-once: the item stays in
@@ -1092,6 +1182,8 @@ class _QueueBase(Generic[T]):
         :meth:`get` consumers and Curator's SimpleDistributedQueue do not look
         at markers: let a queue's consumers all take, or all get.
         """
+        timeout = check_timeout(timeout, path=self.path)
+        check_flag(cancel_on_loss, "cancel_on_loss", path=self.path)
         return QueueTake(self, timeout, cancel_on_loss)
 
     # --- getting ------------------------------------------------------------------
@@ -1179,11 +1271,14 @@ class _QueueBase(Generic[T]):
     async def _move_aside(self, node: str, to_path: str, marker: str | None = None) -> str:
         """:meth:`move_aside`, deleting our take marker in the same transaction."""
         client = self._client
+        if not isinstance(node, str):
+            raise ArgumentTypeError("node", "a str (an item's path or name)", node, self.path)
         name = node.rsplit("/", 1)[-1]
         path = node if node.startswith("/") else _paths.join(self.path, node)
         if _paths.parent(path) != self.path or not self._layout.is_item(name):
             raise InvalidPathError(node, f"not an item of the queue {self.path!r}")
-        recipe_path(to_path, "destination")
+        _paths.validate_path(path)
+        recipe_path(client, to_path, "destination")
         target = _paths.join(to_path, name)
 
         async def once() -> str:
@@ -1191,7 +1286,10 @@ class _QueueBase(Generic[T]):
             for sequential in (False, True):
                 transaction = client.transaction()
                 transaction.create(
-                    target + ("-" if sequential else ""), data, sequential=sequential
+                    target + ("-" if sequential else ""),
+                    data,
+                    sequential=sequential,
+                    acl=self._acl,
                 )
                 transaction.delete(path, version=stat.version)
                 if marker is not None:
@@ -1203,7 +1301,7 @@ class _QueueBase(Generic[T]):
                 except NoNodeError as error:
                     if error.op_index != 0:
                         raise
-                    await client.ensure_path(to_path, container=True)
+                    await client.ensure_path(to_path, container=True, acl=self._acl)
                     results = await transaction.commit()
                 created = results[0]
                 assert isinstance(created, str)
@@ -1315,6 +1413,8 @@ class QueueTake(Generic[T]):
                 await run_cleanup(queue._client, release)
         finally:
             self._got = None
+        if suppress and native_cancel_pending():
+            raise asyncio.CancelledError  # a cancellation the scope took for the loss's
         if hold.lost and (exc_type is None or suppress):
             raise LockLostError(got.path, hold.reason)
         assert not suppress, "the scope is cancelled only by a loss"
@@ -1349,7 +1449,7 @@ class Queue(_QueueBase[T]):
 
     async def put_many(self, items: Iterable[T], *, timeout: float | None = None) -> bool:
         """Add ``items`` in order, all or none, in one transaction (as :meth:`put`)."""
-        return await self._put([(QUEUE_NAME, self._encode(item)) for item in items], timeout)
+        return await self._put(self._encode_all(QUEUE_NAME, items), timeout)
 
 
 class PriorityQueue(_QueueBase[T]):
@@ -1371,7 +1471,7 @@ class PriorityQueue(_QueueBase[T]):
     ) -> bool:
         """Add ``items``, all with ``priority``, in one transaction."""
         name = priority_name(priority)
-        return await self._put([(name, self._encode(item)) for item in items], timeout)
+        return await self._put(self._encode_all(name, items), timeout)
 
 
 class DelayQueue(_QueueBase[T]):
@@ -1388,12 +1488,11 @@ class DelayQueue(_QueueBase[T]):
 
     @staticmethod
     def _due(delay: float, at: float | None) -> int:
+        delay = check_seconds(delay, "delay")
         if at is not None:
             if delay:
-                raise ValueError("give a delay or a due time (at), not both")
-            return round(at * 1000)
-        if delay < 0:
-            raise ValueError("delay cannot be negative")
+                raise InvalidArgumentError("delay", "give a delay or a due time (at), not both")
+            return round(check_seconds(at, "at") * 1000)
         return round((time.time() + delay) * 1000)
 
     async def put(
@@ -1418,7 +1517,7 @@ class DelayQueue(_QueueBase[T]):
     ) -> bool:
         """Add ``items``, all due at the same time, in one transaction."""
         name = delay_name(self._due(delay, at))
-        return await self._put([(name, self._encode(item)) for item in items], timeout)
+        return await self._put(self._encode_all(name, items), timeout)
 
 
 class IdQueue(_QueueBase[T]):
@@ -1445,7 +1544,7 @@ class IdQueue(_QueueBase[T]):
     ) -> bool:
         """Add ``items``, all under ``id``, in one transaction."""
         name = id_name(id)
-        return await self._put([(name, self._encode(item)) for item in items], timeout)
+        return await self._put(self._encode_all(name, items), timeout)
 
     async def remove(self, id: str) -> int:
         """Delete every item under ``id``; how many this call deleted.

@@ -19,16 +19,19 @@ from typing import Any
 import anyio
 
 from .. import _paths
+from .._checks import check_bytes, check_int, check_recipe_acl, check_timeout
 from .._exceptions import NoNodeError, NotOwnerError, SessionExpiredError
 from .._session import (
     Client,
     ErrorPolicy,
     Fence,
     OwnNode,
+    check_error_policy,
     delete_quietly,
     retry_on_connection_loss,
     run_cleanup,
 )
+from .._types import ACL
 from ._contenders import (
     recipe_path,
 )
@@ -95,6 +98,9 @@ class Semaphore:
     standard error policy, when the connection is suspended): check
     ``lease.lost`` or ``await lease.wait_lost()``. A waiter whose session
     expired, or whose node somebody deleted, queues again, as Curator's does.
+
+    ``acl`` (default: the client's ``default_acl``) is the ACL of every node
+    the semaphore makes, its paths and their missing parents included.
     """
 
     def __init__(
@@ -105,17 +111,21 @@ class Semaphore:
         *,
         data: bytes | None = None,
         error_policy: ErrorPolicy | None = None,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
-        recipe_path(path, "semaphore")
-        if not isinstance(max_leases, int) or max_leases < 1:
-            raise ValueError("max_leases must be an int >= 1")
+        recipe_path(client, path, "semaphore")
+        self.max_leases = check_int(max_leases, "max_leases", path=path, minimum=1)
         self._client = client
         self.path = path
-        self.max_leases = max_leases
-        self._data = default_node_data() if data is None else bytes(data)
+        self._data = default_node_data() if data is None else check_bytes(data, "data", path=path)
+        self._acl = check_recipe_acl(acl, path)
+        """The ACL of the lease nodes and the parents made for them (None: the client's)."""
+        error_policy = check_error_policy(error_policy, path)
         self._leases_path = f"{path}/{_LEASES}"
-        self._mutex = Mutex(client, f"{path}/{_LOCKS}", data=self._data)
-        self._monitor = LossMonitor(client, error_policy or client.error_policy)
+        self._mutex = Mutex(client, f"{path}/{_LOCKS}", data=self._data, acl=self._acl)
+        self._monitor = LossMonitor(
+            client, error_policy or client.error_policy, f"semaphore lease on {path!r}"
+        )
         self._entered: dict[asyncio.Task[Any], list[SemaphoreLease]] = {}
 
     def __repr__(self) -> str:
@@ -131,9 +141,9 @@ class Semaphore:
         Leases are taken one at a time; if anything fails part-way, the ones
         already taken are released before the error propagates.
         """
-        if not isinstance(n, int) or n < 1 or n > self.max_leases:
-            raise ValueError(f"n must be between 1 and max_leases ({self.max_leases})")
-        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        check_int(n, "n", path=self.path, minimum=1, maximum=self.max_leases)
+        timeout = check_timeout(timeout, path=self.path)
+        deadline = None if timeout is None else time.monotonic() + timeout
         leases: list[SemaphoreLease] = []
         try:
             for _ in range(n):
@@ -196,6 +206,7 @@ class Semaphore:
             self._data,
             ephemeral=True,
             sequential=True,
+            acl=self._acl,
         )
         try:
             await own.create()
@@ -285,8 +296,9 @@ class SemaphoreMutex:
         *,
         data: bytes | None = None,
         error_policy: ErrorPolicy | None = None,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
-        self._semaphore = Semaphore(client, path, 1, data=data, error_policy=error_policy)
+        self._semaphore = Semaphore(client, path, 1, data=data, error_policy=error_policy, acl=acl)
         self.path = path
         # Leases by the task that took them: a lease lost with its session must
         # not be mistaken for the one another task took after it.

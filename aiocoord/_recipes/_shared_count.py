@@ -5,14 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import anyio
 
-from .. import _paths
+from .._checks import check_int, check_recipe_acl
 from .._exceptions import (
+    ArgumentTypeError,
     BadVersionError,
     ClientClosedError,
     CoordinationError,
@@ -23,7 +24,8 @@ from .._exceptions import (
     SessionExpiredError,
 )
 from .._session import Broadcast, Client, ConnectionState, Subscription, Watch
-from .._types import Codec, Stat
+from .._types import ACL, Codec, Stat
+from ._contenders import recipe_path
 
 __all__ = ["SharedCount", "VersionedValue"]
 
@@ -62,11 +64,16 @@ class SharedCount:
     warning and skipped, and ``count`` keeps the last good one.
     """
 
-    def __init__(self, client: Client, path: str, seed: int) -> None:
-        _paths.validate_path(path)
+    def __init__(
+        self, client: Client, path: str, seed: int, *, acl: Sequence[ACL] | None = None
+    ) -> None:
+        recipe_path(client, path, "shared count")
         self._client = client
         self.path = path
         self._seed = seed
+        self._encode(seed)  # refused now, not at start()
+        self._acl = check_recipe_acl(acl, path)
+        """The ACL of the count's node and of the missing parents made for it."""
         self._current: VersionedValue[int] | None = None
         self._mzxid = -1
         """The zxid of the write ``_current`` came from: orders values across re-creations."""
@@ -88,13 +95,15 @@ class SharedCount:
             f"<SharedCount {self.path!r} count={current.value} version={current.version} {state}>"
         )
 
-    @staticmethod
-    def _encode(value: int) -> bytes:
+    def _encode(self, value: int) -> bytes:
         """Curator's 4-byte encoding; a value too wide is a CounterOverflowError."""
+        check_int(value, "count", path=self.path)
         try:
             return Codec.INT.encode(value)
         except OverflowError:
-            raise CounterOverflowError(f"{value} does not fit a 32-bit SharedCount") from None
+            raise CounterOverflowError(
+                f"{self.path!r}: {value} does not fit a 32-bit SharedCount"
+            ) from None
 
     def _decode(self, data: bytes) -> int:
         return Codec.INT.decode(data, self.path)
@@ -120,7 +129,7 @@ class SharedCount:
             seed = self._encode(self._seed)
             while True:
                 with contextlib.suppress(NodeExistsError):
-                    await self._client.create(self.path, seed, make_parents=True)
+                    await self._client.create(self.path, seed, make_parents=True, acl=self._acl)
                 snapshot, watch = await self._read()
                 if snapshot is not None:
                     break
@@ -271,6 +280,8 @@ class SharedCount:
         as -1 (ZooKeeper's "any version") never acts as a wildcard. After a
         refusal by the server the value is read again, so ``count`` is current.
         """
+        if not isinstance(previous, VersionedValue):
+            raise ArgumentTypeError("previous", "an aiocoord.VersionedValue", previous, self.path)
         data = self._encode(new)
         current = self.versioned_value
         if previous.version < 0 or (previous.version, previous.value) != (

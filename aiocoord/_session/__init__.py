@@ -15,6 +15,8 @@ they may use:
   it: :func:`retry_on_connection_loss`, :func:`run_cleanup`,
   :func:`delete_quietly`, :func:`protected_marker`.
 - Retries: :class:`RetryPolicy` and its kinds, :func:`call_with_retry`.
+- Argument checks of the session's own types: :func:`check_client`,
+  :func:`check_error_policy` (the others are in ``aiocoord._checks``).
 
 The modules' other names are the session's own. The test kit (layer 3) may
 also use the wire-level ``_connection`` and ``_zk`` modules to act as a
@@ -23,7 +25,7 @@ second client (session expiry).
 
 from ._batch import Fence, Pipeline, Transaction
 from ._broadcast import Broadcast, Subscription
-from ._client import Client, StateChanges, connect, drop_connection
+from ._client import Client, StateChanges, check_client, connect, drop_connection
 from ._nodes import (
     PROTECTED_PREFIX,
     OwnNode,
@@ -46,7 +48,13 @@ from ._retry import (
     call_with_retry,
     is_retryable,
 )
-from ._state import ConnectionState, ErrorPolicy, SessionErrorPolicy, StandardErrorPolicy
+from ._state import (
+    ConnectionState,
+    ErrorPolicy,
+    SessionErrorPolicy,
+    StandardErrorPolicy,
+    check_error_policy,
+)
 from ._watch import PersistentWatch, Watch, WatchKind
 
 __all__ = [
@@ -76,6 +84,8 @@ __all__ = [
     "Watch",
     "WatchKind",
     "call_with_retry",
+    "check_client",
+    "check_error_policy",
     "cleanup_bound",
     "connect",
     "delete_quietly",

@@ -83,4 +83,7 @@ class Background:
             for task in tasks:
                 with contextlib.suppress(BaseException):
                     await task
+                # Awaiting a task that had already ended does not yield, so its
+                # done callback (which discards it) may not have run yet.
+                self._tasks.discard(task)
         self._state.clear()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Unpack
 
 from .._exceptions import (
+    ArgumentTypeError,
     CoordinationError,
     LockLostError,
     NoNodeError,
@@ -101,6 +102,8 @@ class Transaction(_Builder):
         does not count in an error's ``op_index``.
         """
         for fence in fences:
+            if not isinstance(fence, Fence):
+                raise ArgumentTypeError("fence", "an aiocoord.Fence (from a lock's fence())", fence)
             self._fences[len(self._ops)] = fence
             self._ops.append(self._requests.check(fence.node, fence.version))
         return self
@@ -190,6 +193,7 @@ class Pipeline(_Builder):
         if not self._ops:
             return []
         conn = await self._engine.connection()
+        self._engine.check_pinned_session()
         futures = conn.submit_all(self._ops)
         outcomes = await asyncio.gather(*futures, return_exceptions=True)
         results: list[Any] = []

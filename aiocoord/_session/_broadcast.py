@@ -10,6 +10,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from .._exceptions import ArgumentTypeError
+
 __all__ = ["Broadcast", "Subscription"]
 
 T = TypeVar("T")
@@ -83,6 +85,8 @@ class Broadcast(Generic[T]):
         return Subscription(self)
 
     def add_listener(self, callback: Callable[[T], object]) -> None:
+        if not callable(callback):  # else it would fail later, in the publisher's task
+            raise ArgumentTypeError("callback", "a callable", callback)
         self._listeners.append(callback)
 
     def remove_listener(self, callback: Callable[[T], object]) -> None:

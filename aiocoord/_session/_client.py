@@ -14,12 +14,20 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Hash
 from typing import Any, ParamSpec, TypeVar, Unpack
 
 from .. import _paths
-from .._exceptions import NodeExistsError, NoNodeError, NotEmptyError
+from .._checks import check_flag, check_int, check_seconds, check_timeout
+from .._exceptions import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    InvalidPathError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+)
 from .._types import ACL, Stat, WatchEvent
 from ._background import Background
 from ._batch import Pipeline, Transaction
 from ._broadcast import Subscription
-from ._engine import SessionEngine, request_timeout
+from ._engine import SessionEngine, only_in_session, request_timeout
 from ._nodes import OwnNode, Parents, find_protected
 from ._options import ClientOptions, Hosts, Settings
 from ._requests import CreateOptions, RequestBuilder
@@ -28,7 +36,7 @@ from ._state import ConnectionState, ErrorPolicy
 from ._watch import PersistentWatch, Watch, WatchRegistry
 from ._watching import Watcher
 
-__all__ = ["Client", "StateChanges", "connect", "drop_connection"]
+__all__ = ["Client", "StateChanges", "check_client", "connect", "drop_connection"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -47,7 +55,7 @@ class Client:
     """
 
     def __init__(self, hosts: Hosts, **options: Unpack[ClientOptions]) -> None:
-        settings = Settings(**options)
+        settings = Settings.resolve(options)
         self._start_timeout = settings.start_timeout
         self._requests = RequestBuilder(
             settings.namespace, settings.default_acl, settings.max_data_size
@@ -80,7 +88,11 @@ class Client:
         session timeout), naming the last attempt's failure, and
         AuthFailedError if the server refused the credentials.
         """
-        await self._engine.start(timeout if timeout is not None else self._start_timeout)
+        if timeout is None:
+            timeout = self._start_timeout
+        else:
+            check_seconds(timeout, "timeout", positive=True, allow_inf=True)
+        await self._engine.start(timeout)
 
     async def close(self) -> None:
         """End the session (its ephemeral nodes go at once) and every background task."""
@@ -100,6 +112,7 @@ class Client:
 
     @max_data_size.setter
     def max_data_size(self, value: int) -> None:
+        check_int(value, "max_data_size", minimum=1, maximum=2**31 - 1)
         self._requests.max_data_size = value
         self._engine.set_max_request_size(value)
 
@@ -165,7 +178,7 @@ class Client:
     async def wait_connected(self, timeout: float | None = None) -> bool:
         """Wait until connected; False if ``timeout`` passed first."""
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(check_timeout(timeout)):
                 await self._engine.wait_for_session()
         except TimeoutError:
             return False
@@ -177,7 +190,18 @@ class Client:
         of the client's ``request_timeout``; None waits without bound. An
         enclosing deadline (``anyio.fail_after``, ``asyncio.timeout``) always
         cuts a wait shorter."""
-        return request_timeout(seconds)
+        return request_timeout(check_timeout(seconds, "request timeout"))
+
+    def only_in_session(self, session_id: int) -> contextlib.AbstractContextManager[None]:
+        """``with client.only_in_session(sid):`` requests in the block (from this
+        task and tasks it starts) go out only in session ``sid``; one that would
+        go out in another raises SessionExpiredError, unsent.
+
+        For deleting a node our session owns by a name others may use too (a
+        queue's take marker): a delete that waited through a disconnection into a
+        new session would remove a node another client made meanwhile.
+        """
+        return only_in_session(check_int(session_id, "session_id"))
 
     # --- for recipes -----------------------------------------------------------
 
@@ -254,11 +278,18 @@ class Client:
         that reached the server is found, not made twice. Only if it is not
         there is the create sent again (under the client's retry policy).
         """
+        for flag, name in (
+            (make_parents, "make_parents"),
+            (container_parents, "container_parents"),
+            (protected, "protected"),
+        ):
+            if type(flag) is not bool:
+                check_flag(flag, name, path=path)
         parents: Parents = "container" if container_parents else "plain" if make_parents else None
         if protected:
             _paths.validate_path(path, sequential=options.get("sequential", False))
             if path == "/":
-                raise ValueError("the root node always exists")
+                raise InvalidPathError(path, "the root node always exists")
             parent, name = path.rsplit("/", 1)
             node = OwnNode(
                 self,
@@ -278,7 +309,9 @@ class Client:
         except NoNodeError:
             if parents is None:
                 raise
-            await self.ensure_path(_paths.parent(path), container=parents == "container")
+            await self.ensure_path(
+                _paths.parent(path), container=parents == "container", acl=options.get("acl")
+            )
             created, stat = await self._engine.call(op)
         return self._requests.user_path(created), stat
 
@@ -288,6 +321,9 @@ class Client:
         For recovery after a lost reply. If a retried create left more than one
         node with the marker, the lowest is kept and the others are deleted.
         """
+        _paths.validate_path(parent)
+        if not isinstance(marker, str) or not marker:
+            raise ArgumentTypeError("marker", "a protected marker (a str)", marker, parent)
         return await find_protected(self, parent, marker)
 
     async def get(self, path: str) -> tuple[bytes, Stat]:
@@ -303,9 +339,11 @@ class Client:
     async def delete(self, path: str, *, version: int = -1, recursive: bool = False) -> None:
         """Delete the node (checking ``version`` if >= 0); ``recursive`` removes its subtree."""
         _paths.validate_path(path)
-        if recursive:
+        if check_flag(recursive, "recursive", path=path):
             if version != -1:
-                raise ValueError("version cannot be checked on a recursive delete")
+                raise InvalidArgumentError(
+                    "version", "cannot be checked on a recursive delete", path
+                )
             await self.delete_recursive(path)
             return
         await self._engine.call(self._requests.delete(path, version))
@@ -343,9 +381,12 @@ class Client:
         stat: Stat = await self._engine.call(self._requests.set_acl(path, acl, version))
         return stat
 
-    async def ensure_path(self, path: str, *, container: bool = False) -> None:
+    async def ensure_path(
+        self, path: str, *, container: bool = False, acl: Sequence[ACL] | None = None
+    ) -> None:
         """Create ``path`` and any missing ancestors; existing nodes are left alone.
 
+        Each node made gets ``acl`` (default: the client's ``default_acl``).
         All creates go out at once (one round trip): ZooKeeper applies one
         session's requests in order, so each parent exists before its child's
         create is applied.
@@ -355,10 +396,11 @@ class Client:
             return
         parts = path.strip("/").split("/")
         ops = [
-            self._requests.create("/" + "/".join(parts[:i]), b"", container=container)
+            self._requests.create("/" + "/".join(parts[:i]), b"", container=container, acl=acl)
             for i in range(1, len(parts) + 1)
         ]
         conn = await self._engine.connection()
+        self._engine.check_pinned_session()
         futures = conn.submit_all(ops)  # all or none: one too large sends none
         results = await asyncio.gather(*futures, return_exceptions=True)
         for result in results:
@@ -369,7 +411,7 @@ class Client:
         """Delete ``path`` and everything below it; a missing node is not an error."""
         _paths.validate_path(path)
         if path == "/":
-            raise ValueError("refusing to delete the root")
+            raise InvalidPathError(path, "refusing to delete the root")
         for _ in range(10):
             try:
                 children = await self.children(path)
@@ -409,6 +451,8 @@ class Client:
         Connection loss and session expiry are retried; answers such as
         NoNodeError or BadVersionError are not.
         """
+        if not callable(operation):
+            raise ArgumentTypeError("operation", "an async callable", operation)
         return await call_with_retry(self.retry_policy, lambda: operation(*args, **kwargs))
 
     # --- watches ----------------------------------------------------------------
@@ -501,3 +545,11 @@ def drop_connection(client: Client) -> None:
     """Cut the client's socket abruptly, as a network failure would (see
     :func:`aiocoord.testing.drop_connection`)."""
     client._engine.drop_connection()
+
+
+def check_client(client: object, path: object = None) -> Client:
+    """``client`` if it is a :class:`Client`: what every recipe checks first, so a
+    wrong argument fails at once and says so (not with an AttributeError later)."""
+    if not isinstance(client, Client):
+        raise ArgumentTypeError("client", "an aiocoord.Client", client, path)
+    return client

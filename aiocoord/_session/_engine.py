@@ -19,6 +19,7 @@ import contextlib
 import contextvars
 import logging
 import random
+import ssl
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -32,6 +33,7 @@ from .._exceptions import (
     NoConnectionError,
     OperationTimeoutError,
     SessionExpiredError,
+    TLSCertificateError,
     UnsupportedEventLoopError,
 )
 from .._types import EventType
@@ -43,7 +45,7 @@ from ._requests import RequestBuilder
 from ._state import ConnectionState
 from ._watch import WatchKind, WatchRegistry
 
-__all__ = ["DEFAULT", "SessionEngine", "request_timeout"]
+__all__ = ["DEFAULT", "SessionEngine", "only_in_session", "request_timeout"]
 
 log = logging.getLogger("aiocoord")
 
@@ -62,6 +64,23 @@ DEFAULT = _Default()
 """Use the request timeout in force (the client's, or a :func:`request_timeout` scope's)."""
 
 _override: contextvars.ContextVar[float | None] = contextvars.ContextVar("aiocoord_request_timeout")
+
+
+_pinned: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "aiocoord_pinned_session", default=None
+)
+
+
+@contextlib.contextmanager
+def only_in_session(session_id: int) -> Iterator[None]:
+    """Within the block (this task and tasks it starts), requests go out only in
+    session ``session_id``: one that would go out in another (it waited through
+    a disconnection into a new session) raises SessionExpiredError unsent."""
+    token = _pinned.set(session_id)
+    try:
+        yield
+    finally:
+        _pinned.reset(token)
 
 
 @contextlib.contextmanager
@@ -108,6 +127,8 @@ class SessionEngine:
         self._ready: asyncio.Future[Connection] | None = None
         self.session_id = 0
         """The current session's id; 0 while there is none."""
+        self._reported_session = 0
+        """The session the last state transition was about (for the log)."""
         self._password = _ZERO_PASSWORD
         self.negotiated_timeout = self._session_timeout
         """The timeout the server granted (seconds); the requested one before connecting."""
@@ -122,6 +143,9 @@ class SessionEngine:
         self._host_index = random.randrange(len(self._hosts))
         self._last_failure: tuple[str, BaseException] | None = None
         self._last_warning = time.monotonic()  # the first warning after one quiet period
+        self._refused_certificates: dict[tuple[str, int], ssl.SSLCertVerificationError] = {}
+        """Hosts whose latest attempt failed on their TLS certificate."""
+        self._had_session = False
 
     # --- facts ------------------------------------------------------------------
 
@@ -215,7 +239,11 @@ class SessionEngine:
     # --- the session task -----------------------------------------------------
 
     def _set_state(self, state: ConnectionState) -> None:
-        log.info("ZooKeeper connection state: %s", state.value)
+        # LOST is reported after the session id was cleared: name the lost one.
+        self._reported_session = self.session_id or self._reported_session
+        log.info(
+            "ZooKeeper connection state: %s (session 0x%x)", state.value, self._reported_session
+        )
         self.state = state
         self.states.publish(state)
 
@@ -224,7 +252,7 @@ class SessionEngine:
             await self._run_sessions()
         except asyncio.CancelledError:
             raise
-        except AuthFailedError as error:
+        except (AuthFailedError, TLSCertificateError) as error:
             self._fail_fatally(error)
         except Exception as error:
             log.exception("aiocoord session task failed")
@@ -239,6 +267,7 @@ class SessionEngine:
             self._host_index = (self._host_index + 1) % len(self._hosts)
             conn = await self._try_connect(host, port)
             if conn is None:
+                self._check_certificates()
                 failures_in_round += 1
                 if failures_in_round >= len(self._hosts):
                     failures_in_round = 0
@@ -325,6 +354,7 @@ class SessionEngine:
         if self._suspended_at is not None and not self._session_lost:
             remaining = self._suspended_at + self.negotiated_timeout - time.monotonic()
             timeout = max(0.05, min(timeout, remaining))
+        log.debug("connecting to %s:%s (session 0x%x)", host, port, self.session_id)
         conn: Connection | None = None
         try:
             async with asyncio.timeout(timeout):
@@ -354,6 +384,10 @@ class SessionEngine:
                 await self._prime(conn, resumed)
         except (OSError, TimeoutError, ConnectionLossError) as error:
             self._note_failure(host, port, error, handshake=conn is not None)
+            if isinstance(error, ssl.SSLCertVerificationError):
+                self._refused_certificates[host, port] = error
+            else:
+                self._refused_certificates.pop((host, port), None)
             if conn is not None:
                 conn.abort()
             self._flush_deferred_events()
@@ -389,10 +423,25 @@ class SessionEngine:
                 max_bytes=min(128 * 1024, self._requests.max_data_size - 64),
             )
             waiters += [conn.send_special(_zk.XID_SET_WATCHES, f) for f in frames]
-        for waiter in waiters:
+        for index, waiter in enumerate(waiters):
             code = await waiter
             if code == AuthFailedError.code:
-                raise AuthFailedError()
+                # Auth replies come first, in the order of ``auth``.
+                scheme = self._auth[index][0] if index < len(self._auth) else None
+                raise AuthFailedError(scheme=scheme)
+
+    def _check_certificates(self) -> None:
+        """Give up (TLSCertificateError) once every host refused its TLS certificate
+        before any session was had: a configuration error, which retrying until
+        the start timeout would only hide. After a session, a refusal is retried
+        like any failure (a certificate being replaced), and reported in
+        NoConnectionError."""
+        refused = self._refused_certificates
+        if self._had_session or len(refused) < len(set(self._hosts)):
+            return
+        hosts = ",".join(f"{host}:{port}" for host, port in refused)
+        error = next(iter(refused.values()))
+        raise TLSCertificateError(hosts, error.verify_message or str(error)) from error
 
     def _fail_fatally(self, error: BaseException) -> None:
         self._fatal = error
@@ -402,6 +451,7 @@ class SessionEngine:
             self._ready.exception()
 
     def _establish(self, conn: Connection, reply: _zk.ConnectReply, resumed: bool) -> None:
+        self._had_session = True
         self.session_id = reply.session_id
         self._password = reply.password
         self.negotiated_timeout = reply.timeout_ms / 1000.0
@@ -496,6 +546,13 @@ class SessionEngine:
                 raise NoConnectionError(limit) from None
             raise NoConnectionError(limit, failure[0]) from failure[1]
 
+    def check_pinned_session(self) -> None:
+        """SessionExpiredError if requests here belong to a session that is not
+        the current one (see :func:`only_in_session`); call right before sending."""
+        pinned = _pinned.get()
+        if pinned is not None and pinned != self.session_id:
+            raise SessionExpiredError("the session these requests belong to has ended")
+
     async def wait_for_session(self) -> Connection:
         """The live connection, waiting without bound, through lost sessions, for
         one to come (ClientClosedError once the client closes)."""
@@ -553,6 +610,7 @@ class SessionEngine:
                 raise ClientClosedError("client closed")
             if conn is None or not conn.is_open:
                 conn = await self.connection()
+            self.check_pinned_session()
             try:
                 future = conn.submit(op, hook)
             except ConnectionLossError as error:

@@ -20,7 +20,7 @@ import contextlib
 import itertools
 import os
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal, Protocol, TypeVar, Unpack
 
 import anyio
@@ -33,7 +33,7 @@ from .._exceptions import (
     NoNodeError,
     SessionExpiredError,
 )
-from .._types import Stat
+from .._types import ACL, Stat
 from ._batch import Pipeline
 from ._requests import CreateOptions
 from ._retry import RetryPolicy, call_with_retry
@@ -76,7 +76,9 @@ class Nodes(Protocol):
     @property
     def session_timeout(self) -> float: ...
     def pipeline(self) -> Pipeline: ...
-    async def ensure_path(self, path: str, *, container: bool = False) -> None: ...
+    async def ensure_path(
+        self, path: str, *, container: bool = False, acl: Sequence[ACL] | None = None
+    ) -> None: ...
     async def sync(self, path: str = "/") -> None: ...
     async def children(self, path: str) -> list[str]: ...
     async def exists(self, path: str) -> Stat | None: ...
@@ -250,7 +252,12 @@ class OwnNode:
             if isinstance(created, NoNodeError) and self._parents is not None:
                 await retry_on_connection_loss(
                     client,
-                    lambda: client.ensure_path(self.parent, container=self._parents == "container"),
+                    # The parents get the node's own ACL: see the README on ACLs.
+                    lambda: client.ensure_path(
+                        self.parent,
+                        container=self._parents == "container",
+                        acl=self._options.get("acl"),
+                    ),
                 )
                 continue
             if isinstance(created, ConnectionLossError | SessionExpiredError):

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import ssl
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-from .._exceptions import InvalidConnectStringError
+from .._checks import check_bytes, check_flag, check_int, check_seconds
+from .._exceptions import ArgumentTypeError, InvalidArgumentError, InvalidConnectStringError
 from .._types import ACL, OPEN_ACL_UNSAFE
 from . import _zk
 from ._retry import BoundedExponentialBackoff, RetryPolicy
-from ._state import ErrorPolicy, StandardErrorPolicy
+from ._state import ErrorPolicy, StandardErrorPolicy, check_error_policy
 
 __all__ = ["DEFAULT_MAX_DATA_SIZE", "ClientOptions", "Settings", "parse_hosts"]
 
@@ -57,16 +58,20 @@ class Settings:
     credentials: list[tuple[str, bytes]] = field(init=False)
 
     def __post_init__(self) -> None:
-        if self.session_timeout <= 0:
-            raise ValueError("session_timeout must be positive")
-        object.__setattr__(
-            self,
-            "credentials",
-            [
-                (scheme, cred.encode() if isinstance(cred, str) else bytes(cred))
-                for scheme, cred in (self.auth or ())
-            ],
-        )
+        # The session timeout goes on the wire as 32-bit milliseconds.
+        check_seconds(self.session_timeout, "session_timeout", positive=True, maximum=2**31 / 1000)
+        if self.connect_timeout is not None:
+            check_seconds(self.connect_timeout, "connect_timeout", positive=True)
+        for name in ("request_timeout", "start_timeout"):
+            value = getattr(self, name)
+            if value is not None:
+                check_seconds(value, name, positive=True, allow_inf=True)
+        _check_instance(self.retry, RetryPolicy, "retry", "an aiocoord.RetryPolicy")
+        check_flag(self.read_only, "read_only")
+        check_int(self.max_data_size, "max_data_size", minimum=1, maximum=2**31 - 1)
+        _check_instance(self.ssl_context, ssl.SSLContext, "ssl_context", "an ssl.SSLContext")
+        check_error_policy(self.error_policy)
+        object.__setattr__(self, "credentials", _credentials(self.auth))
 
     def connect_timeout_for(self, host_count: int) -> float:
         """Seconds one connection attempt may take.
@@ -84,15 +89,49 @@ class Settings:
         timeout, the longest a session can outlive its last connection."""
         if self.request_timeout is None:
             return self.session_timeout
-        if self.request_timeout <= 0:
-            raise ValueError("request_timeout must be positive")
-        return float(self.request_timeout)
+        return float(self.request_timeout)  # checked positive in __post_init__
 
     def retry_policy(self) -> RetryPolicy:
         return self.retry or BoundedExponentialBackoff()
 
     def resolved_error_policy(self) -> ErrorPolicy:
         return self.error_policy or StandardErrorPolicy()
+
+    @classmethod
+    def resolve(cls, options: Mapping[str, object]) -> Settings:
+        """``options`` (what :func:`connect` was given) checked and resolved; an
+        unknown name is refused with the known ones listed."""
+        unknown = sorted(set(options) - set(ClientOptions.__annotations__))
+        if unknown:
+            known = ", ".join(sorted(ClientOptions.__annotations__))
+            raise InvalidArgumentError(
+                "connect() option", f"unknown option {unknown[0]!r} (options: {known})"
+            )
+        return cls(**options)  # type: ignore[arg-type]
+
+
+def _check_instance(value: object, kind: type, name: str, expected: str) -> None:
+    if value is not None and not isinstance(value, kind):
+        raise ArgumentTypeError(name, f"{expected} or None", value)
+
+
+def _credentials(auth: object) -> list[tuple[str, bytes]]:
+    """``auth`` as ``(scheme, credential bytes)`` pairs."""
+    if auth is None:
+        return []
+    if isinstance(auth, str | bytes) or not isinstance(auth, Sequence):
+        raise ArgumentTypeError("auth", "a sequence of (scheme, credential) pairs", auth)
+    credentials = []
+    for index, pair in enumerate(auth):
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise ArgumentTypeError(f"auth[{index}]", "a (scheme, credential) pair", pair)
+        scheme, credential = pair
+        if not isinstance(scheme, str) or not scheme:
+            raise InvalidArgumentError(f"auth[{index}]", f"scheme {scheme!r} is not a name")
+        if isinstance(credential, str):
+            credential = credential.encode()
+        credentials.append((scheme, check_bytes(credential, f"auth[{index}] credential")))
+    return credentials
 
 
 def parse_hosts(hosts: Hosts) -> list[tuple[str, int]]:
@@ -104,17 +143,33 @@ def parse_hosts(hosts: Hosts) -> list[tuple[str, int]]:
                 hosts, "a chroot in the connect string is not supported: use namespace="
             )
         items = [h.strip() for h in hosts.split(",") if h.strip()]
-    else:
+    elif isinstance(hosts, Sequence) and not isinstance(hosts, bytes):
         items = list(hosts)
+    else:
+        raise InvalidConnectStringError(hosts, "expected 'host:port,...' or a list of them")
     parsed: list[tuple[str, int]] = []
     for item in items:
         if isinstance(item, tuple):
-            parsed.append((item[0], int(item[1])))
+            if (
+                len(item) != 2
+                or not isinstance(item[0], str)
+                or not item[0]
+                or isinstance(item[1], bool)
+                or not isinstance(item[1], int)
+                or not 0 < item[1] < 65536
+            ):
+                raise InvalidConnectStringError(
+                    hosts, f"{item!r} is not a (host, port) pair with a port in 1..65535"
+                )
+            parsed.append((item[0], item[1]))
             continue
+        if not isinstance(item, str):
+            raise InvalidConnectStringError(hosts, f"{item!r} is not 'host:port'")
         host, sep, port = item.rpartition(":")
         if not sep:
             host, port = item, "2181"
-        if not port.isdigit() or not 0 < int(port) < 65536 or not host.strip("[]"):
+        valid_port = port.isascii() and port.isdigit() and 0 < int(port) < 65536
+        if not valid_port or not host.strip("[]"):
             raise InvalidConnectStringError(hosts, f"{item!r} is not host:port")
         parsed.append((host.strip("[]"), int(port)))
     if not parsed:

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from typing import TypedDict, Unpack
 
 from .. import _paths
-from .._exceptions import DataTooLargeError
+from .._checks import check_acl, check_bytes, check_flag, check_int, check_ttl_ms
+from .._exceptions import DataTooLargeError, InvalidArgumentError, InvalidPathError
 from .._types import ACL
 from . import _zk
 
@@ -36,22 +37,18 @@ class CreateOptions(TypedDict, total=False):
 
 
 def check_data(path: str, data: object, limit: int) -> bytes:
-    """Node data as bytes, refused (TypeError, DataTooLargeError) before sending."""
-    if isinstance(data, bytes):
-        value = data
-    elif isinstance(data, bytearray | memoryview):
-        value = bytes(data)
-    else:
-        raise TypeError(f"node data must be bytes, not {type(data).__name__}")
+    """Node data as bytes, refused (ArgumentTypeError, DataTooLargeError) before sending."""
+    value = data if type(data) is bytes else check_bytes(data, "node data", path=path)
     if len(value) > limit:
         raise DataTooLargeError(path, len(value), limit)
     return value
 
 
-def check_version(version: object) -> int:
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise TypeError(f"version must be int, not {type(version).__name__}")
-    return version
+def check_version(version: object, path: str | None = None) -> int:
+    """A version to check: -1 (any) or a node version (>= 0)."""
+    if type(version) is int and -1 <= version < 2**31:
+        return version
+    return check_int(version, "version", path=path, minimum=-1, maximum=2**31 - 1)
 
 
 class RequestBuilder:
@@ -60,13 +57,8 @@ class RequestBuilder:
     def __init__(
         self, namespace: str | None, default_acl: Sequence[ACL], max_data_size: int
     ) -> None:
-        if namespace:
-            ns = namespace if namespace.startswith("/") else "/" + namespace
-            _paths.validate_path(ns)
-            self.prefix = "" if ns == "/" else ns
-        else:
-            self.prefix = ""
-        self.default_acl = tuple(default_acl)
+        self.prefix = _paths.check_namespace(namespace)
+        self.default_acl = check_acl(default_acl, "default_acl")
         self.max_data_size = max_data_size
 
     def server_path(self, path: str) -> str:
@@ -91,18 +83,23 @@ class RequestBuilder:
         acl = options.get("acl")
         _paths.validate_path(path, sequential=sequential)
         value = check_data(path, data, self.max_data_size)
+        for flag, name in (
+            (ephemeral, "ephemeral"),
+            (sequential, "sequential"),
+            (container, "container"),
+        ):
+            if type(flag) is not bool:
+                check_flag(flag, name, path=path)
         if sum((ephemeral, container, ttl is not None)) > 1:
-            raise ValueError("ephemeral, container and ttl exclude each other")
+            raise InvalidArgumentError(
+                "create options", "ephemeral, container and ttl exclude each other", path
+            )
         if container and sequential:
-            raise ValueError("a container node cannot be sequential")
-        ttl_ms: int | None = None
-        if ttl is not None:
-            ttl_ms = int(ttl * 1000)
-            if ttl_ms <= 0:
-                raise ValueError("ttl must be positive")
+            raise InvalidArgumentError("create options", "a container cannot be sequential", path)
+        ttl_ms = None if ttl is None else check_ttl_ms(ttl, path=path)
         if path == "/":
-            raise ValueError("the root node always exists")
-        acls = tuple(acl) if acl is not None else self.default_acl
+            raise InvalidPathError(path, "the root node always exists")
+        acls = self.default_acl if acl is None else check_acl(acl, path=path)
         return _zk.create_op(
             path,
             self.server_path(path),
@@ -117,15 +114,15 @@ class RequestBuilder:
     def set(self, path: str, data: bytes, version: int) -> _zk.Op:
         _paths.validate_path(path)
         value = check_data(path, data, self.max_data_size)
-        return _zk.set_data_op(path, self.server_path(path), value, check_version(version))
+        return _zk.set_data_op(path, self.server_path(path), value, check_version(version, path))
 
     def delete(self, path: str, version: int) -> _zk.Op:
         _paths.validate_path(path)
-        return _zk.delete_op(path, self.server_path(path), check_version(version))
+        return _zk.delete_op(path, self.server_path(path), check_version(version, path))
 
     def check(self, path: str, version: int) -> _zk.Op:
         _paths.validate_path(path)
-        return _zk.check_op(path, self.server_path(path), check_version(version))
+        return _zk.check_op(path, self.server_path(path), check_version(version, path))
 
     def get(self, path: str, *, watch: bool = False) -> _zk.Op:
         _paths.validate_path(path)
@@ -149,4 +146,5 @@ class RequestBuilder:
 
     def set_acl(self, path: str, acl: Sequence[ACL], version: int) -> _zk.Op:
         _paths.validate_path(path)
-        return _zk.set_acl_op(path, self.server_path(path), tuple(acl), check_version(version))
+        acls = check_acl(acl, path=path)
+        return _zk.set_acl_op(path, self.server_path(path), acls, check_version(version, path))

@@ -8,6 +8,7 @@ answer, not an accident.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -16,6 +17,7 @@ from typing import TypeVar
 
 import anyio
 
+from .._checks import check_int, check_seconds
 from .._exceptions import ClientClosedError, ConnectionLossError, NoConnectionError, SessionError
 
 __all__ = [
@@ -28,6 +30,8 @@ __all__ = [
     "call_with_retry",
     "is_retryable",
 ]
+
+log = logging.getLogger("aiocoord")
 
 T = TypeVar("T")
 
@@ -50,8 +54,9 @@ class ExponentialBackoff(RetryPolicy):
     max_sleep: float = 10.0
 
     def __post_init__(self) -> None:
-        if self.max_retries < 0 or self.base_sleep < 0:
-            raise ValueError("max_retries and base_sleep must be >= 0")
+        check_seconds(self.base_sleep, "base_sleep")
+        check_int(self.max_retries, "max_retries", minimum=0)
+        check_seconds(self.max_sleep, "max_sleep")
 
     def delay(self, attempt: int, elapsed: float) -> float | None:
         """A random multiple of ``base_sleep``, up to ``2**attempt`` of it and at most
@@ -79,6 +84,10 @@ class RetryNTimes(RetryPolicy):
     n: int
     sleep: float = 0.01
 
+    def __post_init__(self) -> None:
+        check_int(self.n, "n", minimum=0)
+        check_seconds(self.sleep, "sleep")
+
     def delay(self, attempt: int, elapsed: float) -> float | None:
         """``sleep`` for each of the first ``n`` retries, then None."""
         return self.sleep if attempt <= self.n else None
@@ -90,6 +99,10 @@ class RetryUntilElapsed(RetryPolicy):
 
     max_elapsed: float
     sleep: float = 0.01
+
+    def __post_init__(self) -> None:
+        check_seconds(self.max_elapsed, "max_elapsed", allow_inf=True)
+        check_seconds(self.sleep, "sleep")
 
     def delay(self, attempt: int, elapsed: float) -> float | None:
         """``sleep``, or None once the next try would start after ``max_elapsed``."""
@@ -103,6 +116,9 @@ class RetryForever(RetryPolicy):
     """Retry without end (bound it with the caller's deadline)."""
 
     sleep: float = 0.01
+
+    def __post_init__(self) -> None:
+        check_seconds(self.sleep, "sleep")
 
     def delay(self, attempt: int, elapsed: float) -> float | None:
         """Always ``sleep``: it never gives up."""
@@ -144,4 +160,5 @@ async def call_with_retry(
             if isinstance(error, ConnectionLossError) and not error.sent:
                 # The request never left: nothing to be unsure about, retry at once.
                 pause = 0.0
+            log.debug("retry %d after %r, in %.3f s", attempt, error, pause)
         await anyio.sleep(pause)

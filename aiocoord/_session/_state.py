@@ -5,7 +5,15 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-__all__ = ["ConnectionState", "ErrorPolicy", "SessionErrorPolicy", "StandardErrorPolicy"]
+from .._exceptions import ArgumentTypeError
+
+__all__ = [
+    "ConnectionState",
+    "ErrorPolicy",
+    "SessionErrorPolicy",
+    "StandardErrorPolicy",
+    "check_error_policy",
+]
 
 
 class ConnectionState(enum.Enum):
@@ -44,6 +52,13 @@ class ErrorPolicy:
     def is_error_state(self, state: ConnectionState) -> bool:
         """Whether entering ``state`` means holders must assume they lost what they hold."""
         raise NotImplementedError
+
+
+def check_error_policy(policy: object, path: object = None) -> ErrorPolicy | None:
+    """``policy`` if it is an :class:`ErrorPolicy` or None (the client's, for a recipe)."""
+    if policy is not None and not isinstance(policy, ErrorPolicy):
+        raise ArgumentTypeError("error_policy", "an aiocoord.ErrorPolicy or None", policy, path)
+    return policy
 
 
 @dataclass(frozen=True)

@@ -683,3 +683,25 @@ async def test_curator_waits_on_an_aiocoord_barrier_and_the_other_way_round(
         assert (await finish(java, timeout=30)).split() == ["REMOVED", "DONE"]
     finally:
         await kill(java)
+
+
+async def test_a_ready_node_left_by_a_round_that_crashed_does_not_open_the_next(
+    client_factory, started
+) -> None:
+    """Found by make chaos: the next round must fill up again (Curator's would pass)."""
+    (c, d) = await started(2)
+    a, b = client_factory(), client_factory()
+    await a.start()
+    await b.start()
+    entered = await asyncio.gather(
+        DoubleBarrier(a, "/crashed", 2).enter(10), DoubleBarrier(b, "/crashed", 2).enter(10)
+    )
+    assert entered == [True, True]
+    await a.close()  # both crash inside: their nodes go, `ready` stays
+    await b.close()
+    assert await c.children("/crashed") == ["ready"]
+    assert not await DoubleBarrier(c, "/crashed", 2).enter(0.3)
+    entered = await asyncio.gather(
+        DoubleBarrier(c, "/crashed", 2).enter(10), DoubleBarrier(d, "/crashed", 2).enter(10)
+    )
+    assert entered == [True, True]

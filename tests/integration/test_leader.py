@@ -769,3 +769,36 @@ async def test_curator_and_aiocoord_leader_latches_agree_on_one_leader_in_turn(
     curator_classpath: str, zookeeper, client_factory, children_reach
 ) -> None:
     await _curator_group("latch", curator_classpath, zookeeper, client_factory, children_reach)
+
+
+async def test_a_latch_closes_even_if_a_step_took_its_cancellation(
+    started, children_of, monkeypatch
+) -> None:
+    """An anyio scope cancelled at the moment a close cancels the latch's task can
+    take that cancellation for its own (found by the docs' failover example: 1
+    close in 10 hung). Simulated here by a wait that swallows it and says "lead"."""
+    from aiocoord._recipes._contenders import Contender
+
+    a, b = await started(2)
+    real_wait_turn = Contender.wait_turn
+    waiting = asyncio.Event()
+
+    async def swallowing_wait_turn(self: Contender, *args: object, **kwargs: object) -> bool:
+        if self._client is not b:
+            return await real_wait_turn(self, *args, **kwargs)  # type: ignore[arg-type]
+        waiting.set()
+        # Swallowed, without uncancel(): the task still counts it.
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.Event().wait()
+        return True
+
+    monkeypatch.setattr(Contender, "wait_turn", swallowing_wait_turn)
+    async with LeaderLatch(a, "/swallowed", "a") as leader:
+        assert await leader.wait_leader(timeout=10)
+        follower = LeaderLatch(b, "/swallowed", "b")
+        await follower.start()
+        await waiting.wait()
+        async with asyncio.timeout(10):
+            await follower.close()
+        assert not follower.has_leadership
+    assert await children_of(a, "/swallowed") == []

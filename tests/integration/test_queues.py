@@ -34,6 +34,7 @@ from aiocoord import (
 )
 from aiocoord._recipes._queue import wrap_item
 from aiocoord.testing import (
+    TcpProxy,
     ZooKeeperServer,
     ZooKeeperTarget,
     drop_connection,
@@ -396,6 +397,61 @@ async def test_a_takers_expired_session_gives_its_item_to_another_taker(started)
     release.set()
     await asyncio.wait_for(other, WAIT)
     assert await raw_items(a, "/alo-expire") == []
+
+
+async def test_a_paused_takers_commit_after_another_taker_finished_is_never_a_success(
+    zookeeper: ZooKeeperTarget, started
+) -> None:
+    """Found by make chaos: a taker paused past its session timeout while another
+    took and finished the item must not be told its own commit succeeded."""
+    host, port = zookeeper.connect_string.rsplit(":", 1)
+    (b,) = await started(1)
+    await Queue(b, "/paused").put(b"X")
+    async with TcpProxy(host, int(port)) as proxy:
+        a = aiocoord.connect(proxy.connect_string, namespace=zookeeper.namespace)
+        async with a:
+            with pytest.raises((LockLostError, OutcomeUnknownError)):
+                async with Queue(a, "/paused").take(timeout=WAIT, cancel_on_loss=False):
+                    proxy.hold()  # a long pause, while holding the item ...
+                    await expire_session(a, wait=False, address=(host, int(port)))
+                    async with Queue(b, "/paused").take(timeout=WAIT) as again:
+                        assert again == b"X"  # ... the marker went: b takes and finishes
+                    proxy.release()
+    assert await raw_items(b, "/paused") == []
+
+
+async def test_a_commit_applied_whose_reply_and_session_are_lost_is_outcome_unknown(
+    zookeeper: ZooKeeperTarget, started
+) -> None:
+    """Found by make chaos: the item is gone for good, so "it went back"
+    (LockLostError) would be a lie; nobody can tell whose commit removed it."""
+    host, port = zookeeper.connect_string.rsplit(":", 1)
+    (observer,) = await started(1)
+    await Queue(observer, "/applied").put(b"X")
+    async with TcpProxy(host, int(port)) as proxy:
+        a = aiocoord.connect(proxy.connect_string, namespace=zookeeper.namespace, session_timeout=2)
+        async with a:
+            real_transaction = a.transaction
+
+            def transaction() -> aiocoord.Transaction:
+                txn = real_transaction()
+                real_commit = txn.commit
+
+                async def commit() -> list[object]:
+                    a.transaction = real_transaction  # type: ignore[method-assign]
+                    await real_commit()  # applied on the server ...
+                    proxy.refuse()  # ... which goes out of reach before the reply:
+                    proxy.cut()  # the retry meets an expired session
+                    asyncio.get_running_loop().call_later(3, proxy.refuse, False)
+                    raise ConnectionLossError(sent=True)
+
+                txn.commit = commit  # type: ignore[method-assign]
+                return txn
+
+            with pytest.raises(OutcomeUnknownError, match="/applied/qn-0000000000"):
+                async with Queue(a, "/applied").take(timeout=WAIT, cancel_on_loss=False):
+                    a.transaction = transaction  # type: ignore[method-assign]
+    assert await raw_items(observer, "/applied") == []
 
 
 async def test_a_take_never_hands_one_item_to_two_consumers_at_once(started) -> None:

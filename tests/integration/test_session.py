@@ -424,3 +424,21 @@ async def test_requests_made_while_the_client_closes_fail_as_closed(zookeeper) -
     await closing
     for outcome in await asyncio.gather(*in_flight, return_exceptions=True):
         assert outcome is None or isinstance(outcome, aiocoord.ClientClosedError)
+
+
+async def test_requests_pinned_to_an_ended_session_are_never_sent(coord) -> None:
+    """A queued delete of a node with a shared name must not go out in the next
+    session, where another client may have made that name meanwhile."""
+    old = coord.session_id
+    await expire_session(coord)
+    assert coord.session_id != old
+    with coord.only_in_session(old):
+        with pytest.raises(SessionExpiredError):
+            await coord.create("/pinned")
+        with pytest.raises(SessionExpiredError):
+            await coord.transaction().create("/pinned").commit()
+        with pytest.raises(SessionExpiredError):
+            await coord.pipeline().create("/pinned").execute()
+    assert await coord.exists("/pinned") is None
+    with coord.only_in_session(coord.session_id):
+        await coord.create("/pinned")

@@ -65,19 +65,43 @@ async def test_certificate_and_name_are_checked(tls_zookeeper: ZooKeeperServer) 
     reason = await handshake_error("127.0.0.1", server.secure_port, untrusting)
     assert "self-signed" in reason or "self signed" in reason
     client = aiocoord.connect(server.secure_connect_string, ssl_context=untrusting)
-    with pytest.raises(aiocoord.OperationTimeoutError):
+    with pytest.raises(aiocoord.TLSCertificateError):
         await client.start(timeout=1.0)
     assert client.closed
     # Trusted certificate, wrong name: it is issued to IP:127.0.0.1 only.
     trusting = server.client_ssl_context()
     assert "mismatch" in await handshake_error("localhost", server.secure_port, trusting)
     misnamed = aiocoord.connect(f"localhost:{server.secure_port}", ssl_context=trusting)
-    with pytest.raises(aiocoord.OperationTimeoutError):
+    with pytest.raises(aiocoord.TLSCertificateError, match="mismatch"):
         await misnamed.start(timeout=1.0)
     # No TLS at all: the secure port speaks nothing else.
     plaintext = aiocoord.connect(server.secure_connect_string)
     with pytest.raises(aiocoord.OperationTimeoutError):
         await plaintext.start(timeout=1.0)
+
+
+async def test_an_untrusted_certificate_fails_start_at_once_with_a_clear_error(
+    tls_zookeeper: ZooKeeperServer,
+) -> None:
+    """Not a retry loop until the start timeout: once every host refused its
+    certificate, start() raises TLSCertificateError saying so, and the client is
+    closed (no other attempt could succeed with this ssl_context)."""
+    server = tls_zookeeper
+    untrusting = ssl.create_default_context()  # the system's CAs: not the test CA
+    client = aiocoord.connect(
+        f"{server.secure_connect_string},{server.secure_connect_string}", ssl_context=untrusting
+    )
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(aiocoord.TLSCertificateError) as info:
+        await client.start(timeout=30)
+    assert asyncio.get_running_loop().time() - started < 5
+    message = str(info.value)
+    assert "not trusted" in message and f"127.0.0.1:{server.secure_port}" in message
+    assert "self-signed" in message or "self signed" in message
+    assert isinstance(info.value.__cause__, ssl.SSLCertVerificationError)
+    assert client.closed
+    with pytest.raises(aiocoord.ClientClosedError):
+        await client.exists("/")
 
 
 async def test_server_restart_over_tls_resumes_the_same_session(

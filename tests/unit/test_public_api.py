@@ -72,6 +72,10 @@ def test_atomic_failures_equal_their_documented_strings() -> None:
         aiocoord.MemberIdInUseError("/group/a"),
         aiocoord.BarrierBrokenError("/barrier", "our node is gone"),
         aiocoord.QueueEmptyError("/jobs", 2.5),
+        aiocoord.ArgumentTypeError("acl", "a sequence of aiocoord.ACL entries", "x", "/lock"),
+        aiocoord.InvalidArgumentError("timeout", "NaN is not a number of seconds", "/lock"),
+        aiocoord.TLSCertificateError("127.0.0.1:2281", "self-signed certificate"),
+        aiocoord.AuthFailedError(scheme="digest"),
     ],
     ids=lambda e: type(e).__name__,
 )

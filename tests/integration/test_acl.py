@@ -1,0 +1,480 @@
+"""Security: every recipe's nodes carry its ACL, and strangers are kept out.
+
+With digest authentication and ``CREATOR_ALL_ACL``, a client without the
+owner's credentials (none, or a wrong password: ZooKeeper's digest scheme has
+no password to check, so a wrong one is simply another identity) cannot
+delete, overwrite, join or drain a lock, semaphore, lease, counter, barrier,
+election, queue or group: it gets NoAuthError at once (each attempt is bounded,
+so a hang fails the test), and the owner's recipe works on as before.
+
+Also here: credentials the server refuses fail ``connect`` with
+AuthFailedError (ZooKeeper's KeyAuthenticationProvider checks a key, so it
+can refuse one), and an unknown scheme does too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+import aiocoord
+from aiocoord import (
+    ACL,
+    CREATOR_ALL_ACL,
+    AtomicBytes,
+    AtomicInt,
+    AtomicLong,
+    AuthFailedError,
+    Barrier,
+    DelayQueue,
+    DoubleBarrier,
+    GroupMember,
+    IdQueue,
+    LeaderElection,
+    LeaderLatch,
+    Lease,
+    Mutex,
+    NoAuthError,
+    Perm,
+    PriorityQueue,
+    Queue,
+    ReadWriteLock,
+    Semaphore,
+    SharedCount,
+)
+from aiocoord.testing import ZooKeeperServer, ZooKeeperTarget
+
+pytestmark = pytest.mark.timeout(60)
+
+OWNER = ("alice", "secret")
+AT_ONCE = 2.0
+"""A refusal takes one round trip (plus a cleanup look): well under this."""
+NEVER_HANG = 10.0
+
+ClientFactory = Callable[..., aiocoord.Client]
+
+
+def owner_acl() -> list[ACL]:
+    """What CREATOR_ALL_ACL becomes on the server for the owner's nodes."""
+    return [aiocoord.digest_acl(*OWNER)]
+
+
+@pytest_asyncio.fixture
+async def owner(client_factory: ClientFactory) -> AsyncIterator[aiocoord.Client]:
+    """The owner, authenticated; at teardown it deletes what it protected (nobody
+    else could)."""
+    client = client_factory(auth=[("digest", ":".join(OWNER))])
+    await client.start()
+    yield client
+    if not client.closed:
+        for top in ("/secure", "/deep"):
+            await client.delete_recursive(top)
+
+
+@pytest_asyncio.fixture
+async def strangers(client_factory: ClientFactory) -> list[aiocoord.Client]:
+    """Clients without the owner's credentials: none at all, and a wrong password."""
+    clients = [client_factory(), client_factory(auth=[("digest", "alice:guess")])]
+    await asyncio.gather(*(c.start() for c in clients))
+    return clients
+
+
+async def refused(attempt: Awaitable[object]) -> NoAuthError:
+    """``attempt`` fails with NoAuthError, at once; never a hang."""
+    started = time.monotonic()
+    async with asyncio.timeout(NEVER_HANG):
+        with pytest.raises(NoAuthError) as info:
+            await attempt
+    elapsed = time.monotonic() - started
+    assert elapsed < AT_ONCE, f"NoAuthError after {elapsed:.1f} s"
+    return info.value
+
+
+async def cannot_touch(stranger: aiocoord.Client, *nodes: str) -> None:
+    """``stranger`` can neither overwrite nor delete any of ``nodes`` (nor read them)."""
+    for node in nodes:
+        await refused(stranger.set(node, b"overwritten"))
+        await refused(stranger.delete(node))
+        await refused(stranger.delete(node, recursive=True))
+        await refused(stranger.get(node))
+        await refused(stranger.set_acl(node, aiocoord.OPEN_ACL_UNSAFE))
+
+
+async def tree(client: aiocoord.Client, path: str) -> dict[str, list[ACL]]:
+    """Every node at and below ``path`` with its ACL."""
+    found = {path: (await client.get_acl(path))[0]}
+    for name in await client.children(path):
+        found |= await tree(client, f"{path}/{name}")
+    return found
+
+
+# --- the ACL goes on every node, parents included ------------------------------------------
+
+
+async def _queue_take(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
+    queue: Queue[bytes] = Queue(client, "/deep/q/queue", acl=acl, dead_letter="/deep/q/dead")
+    await queue.put(b"job")
+    await queue.put(b"next")
+    async with queue.take():
+        await queue.move_aside("qn-0000000001", "/deep/q/dead")
+        yield
+
+
+async def _semaphore(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
+    semaphore = Semaphore(client, "/deep/s/semaphore", 2, acl=acl)
+    async with semaphore, semaphore._mutex:  # the lock node too (it goes on release)
+        yield
+
+
+async def _rw_lock(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
+    lock = ReadWriteLock(client, "/deep/rw/lock", acl=acl)
+    async with lock.write_lock, lock.read_lock:
+        yield
+
+
+async def _lease(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
+    lease = Lease(client, "/deep/l/lease", 30, "owner", acl=acl)
+    assert await lease.try_acquire()
+    try:
+        yield
+    finally:
+        await lease.release()
+
+
+async def _counters(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
+    await AtomicLong(client, "/deep/c/long", acl=acl).increment()
+    await AtomicInt(client, "/deep/c/int", acl=acl).initialize(5)
+    await AtomicBytes(client, "/deep/c/bytes", acl=acl).update(lambda old: old + b"x")
+    async with SharedCount(client, "/deep/c/shared", 3, acl=acl):
+        yield
+
+
+async def _barriers(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
+    await Barrier(client, "/deep/b/gate", acl=acl).set_barrier()
+    async with DoubleBarrier(client, "/deep/b/double", 1, acl=acl).enter():
+        yield
+
+
+async def _elections(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
+    election = LeaderElection(client, "/deep/e/election", "owner", acl=acl)
+    async with LeaderLatch(client, "/deep/e/latch", "owner", acl=acl), election.leadership():
+        yield
+
+
+async def _group(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
+    async with GroupMember(client, "/deep/g/group", "owner", b"addr", acl=acl):
+        yield
+
+
+async def _queues(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
+    await PriorityQueue(client, "/deep/qs/priority", acl=acl).put(b"x", 1)
+    await DelayQueue(client, "/deep/qs/delay", acl=acl).put(b"x", delay=60)
+    await IdQueue(client, "/deep/qs/id", acl=acl).put(b"x", "job-1")
+    yield
+
+
+async def _mutex(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
+    async with Mutex(client, "/deep/m/lock", acl=acl):
+        yield
+
+
+RECIPE_NODES = {
+    "mutex": _mutex,
+    "read-write lock": _rw_lock,
+    "semaphore": _semaphore,
+    "lease": _lease,
+    "counters": _counters,
+    "barriers": _barriers,
+    "elections": _elections,
+    "group": _group,
+    "queue take and dead letters": _queue_take,
+    "queue variants": _queues,
+}
+
+
+@pytest.mark.parametrize("recipe", RECIPE_NODES)
+async def test_every_node_a_recipe_makes_parents_included_carries_its_acl(
+    owner: aiocoord.Client, recipe: str
+) -> None:
+    made = contextlib.asynccontextmanager(RECIPE_NODES[recipe])
+    async with made(owner, CREATOR_ALL_ACL):
+        nodes = await tree(owner, "/deep")
+    # Missing parents were made with the recipe's ACL, and so was every node.
+    assert len(nodes) > 3
+    assert {path: acl for path, acl in nodes.items() if acl != owner_acl()} == {}
+
+
+async def test_a_recipe_without_acl_uses_the_clients_default_acl(
+    client_factory: ClientFactory,
+) -> None:
+    # The namespace first, made open by an ordinary client: a client creates its
+    # namespace with its default ACL, and the tests' common root must stay open.
+    await client_factory().start()
+    owner = client_factory(auth=[("digest", ":".join(OWNER))], default_acl=CREATOR_ALL_ACL)
+    await owner.start()
+    try:
+        async with Mutex(owner, "/deep/default/lock"), Semaphore(owner, "/deep/default/s", 1):
+            nodes = await tree(owner, "/deep")
+        assert {path: acl for path, acl in nodes.items() if acl != owner_acl()} == {}
+        # An explicit acl= wins over the default.
+        readable = [ACL(Perm.READ, "world", "anyone"), ACL(Perm.ALL, "auth", "")]
+        counter = AtomicLong(owner, "/deep/explicit/count", acl=readable)
+        await counter.increment()
+        acl, _stat = await owner.get_acl("/deep/explicit/count")
+        assert acl == [ACL(Perm.READ, "world", "anyone"), *owner_acl()]
+    finally:
+        await owner.delete_recursive("/deep")
+
+
+# --- strangers are kept out -------------------------------------------------------------
+
+
+async def test_strangers_cannot_join_or_break_a_lock(
+    owner: aiocoord.Client, strangers: list[aiocoord.Client]
+) -> None:
+    lock = Mutex(owner, "/secure/lock", acl=CREATOR_ALL_ACL)
+    await lock.acquire()
+    node = lock.node
+    for stranger in strangers:
+        theirs = Mutex(stranger, "/secure/lock")
+        await refused(theirs.acquire(timeout=1))
+        await refused(theirs.try_acquire())
+        await refused(theirs.participants())
+        await refused(ReadWriteLock(stranger, "/secure/lock").write_lock.acquire(timeout=1))
+        await cannot_touch(stranger, node, "/secure/lock")
+        assert not theirs.is_held
+    # The owner's lock stands, alone, and works on.
+    assert lock.is_owned_by_current_task()
+    assert [p.node for p in await lock.participants()] == [node]
+    await lock.release()
+    async with lock:
+        assert len(await lock.participants()) == 1
+
+
+async def test_strangers_cannot_take_or_drop_semaphore_leases_or_a_lease(
+    owner: aiocoord.Client, strangers: list[aiocoord.Client]
+) -> None:
+    semaphore = Semaphore(owner, "/secure/semaphore", 1, acl=CREATOR_ALL_ACL)
+    lease = Lease(owner, "/secure/lease", 30, "owner", acl=CREATOR_ALL_ACL)
+    async with semaphore as held:
+        assert await lease.try_acquire()
+        assert lease.node is not None
+        for stranger in strangers:
+            await refused(Semaphore(stranger, "/secure/semaphore", 5).acquire(timeout=1))
+            await refused(Lease(stranger, "/secure/lease", 30, "intruder").try_acquire())
+            await cannot_touch(stranger, held.node, lease.node, "/secure/semaphore")
+        assert not held.lost and lease.is_held
+        await lease.renew()
+        await lease.release()
+    assert await semaphore.lease_nodes() == []
+    leases = await semaphore.acquire(1, timeout=5)
+    assert leases is not None
+    await leases[0].release()
+
+
+async def test_strangers_cannot_read_or_change_a_counter(
+    owner: aiocoord.Client, strangers: list[aiocoord.Client]
+) -> None:
+    counter = AtomicLong(owner, "/secure/counter", acl=CREATOR_ALL_ACL)
+    count = SharedCount(owner, "/secure/shared", 7, acl=CREATOR_ALL_ACL)
+    assert (await counter.add(41)).succeeded
+    async with count:
+        for stranger in strangers:
+            theirs = AtomicLong(stranger, "/secure/counter")
+            await refused(theirs.increment())
+            await refused(theirs.get())
+            await refused(theirs.force_set(0))
+            await refused(theirs.try_set(0))
+            await refused(theirs.initialize(0))
+            await refused(SharedCount(stranger, "/secure/shared", 0).start())
+            await cannot_touch(stranger, "/secure/counter", "/secure/shared")
+        assert (await counter.increment()).post_value == 42
+        assert await count.try_set_count(count.versioned_value, 8)
+        assert count.count == 8
+
+
+async def test_strangers_cannot_open_a_barrier_or_join_a_double_barrier(
+    owner: aiocoord.Client, strangers: list[aiocoord.Client]
+) -> None:
+    gate = Barrier(owner, "/secure/gate", acl=CREATOR_ALL_ACL)
+    await gate.set_barrier()
+    first = DoubleBarrier(owner, "/secure/double", 2, acl=CREATOR_ALL_ACL)
+    entering = asyncio.ensure_future(first.enter(timeout=20))
+    try:
+        async with (
+            asyncio.timeout(NEVER_HANG),
+            contextlib.aclosing(owner.children_changes("/secure/double")) as changes,
+        ):
+            async for names in changes:  # until the first participant's node is there
+                if names:
+                    break
+        for stranger in strangers:
+            await refused(Barrier(stranger, "/secure/gate").remove_barrier())
+            await refused(Barrier(stranger, "/secure/gate").set_barrier())
+            assert not await Barrier(stranger, "/secure/gate").wait_on_barrier(timeout=0)
+            await refused(DoubleBarrier(stranger, "/secure/double", 2).enter(timeout=1))
+            await cannot_touch(stranger, "/secure/gate", "/secure/double")
+        assert not entering.done()
+        second = DoubleBarrier(owner, "/secure/double", 2, acl=CREATOR_ALL_ACL)
+        assert await second.enter(timeout=10)
+        assert await entering
+        await asyncio.gather(first.leave(timeout=10), second.leave(timeout=10))
+    finally:
+        if not entering.done():
+            entering.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await entering
+    await gate.remove_barrier()
+    assert await gate.wait_on_barrier(timeout=0)
+
+
+async def test_strangers_cannot_enter_or_end_an_election(
+    owner: aiocoord.Client, strangers: list[aiocoord.Client]
+) -> None:
+    election = LeaderElection(owner, "/secure/election", "owner", acl=CREATOR_ALL_ACL)
+    latch = LeaderLatch(owner, "/secure/latch", "owner", acl=CREATOR_ALL_ACL)
+    async with latch, election.leadership():
+        assert await latch.wait_leader(timeout=10)
+        latch_node = latch.node
+        assert latch_node is not None
+        term_node = (await election.participants())[0].node
+        for stranger in strangers:
+            other = LeaderElection(stranger, "/secure/election", "intruder")
+
+            async def lead(other: LeaderElection = other) -> None:
+                async with other.leadership(timeout=1):
+                    raise AssertionError("a stranger led")
+
+            await refused(lead())
+            await refused(LeaderLatch(stranger, "/secure/latch", "intruder").start())
+            await refused(other.participants())
+            await cannot_touch(stranger, term_node, latch_node, "/secure/election")
+        assert election.has_leadership and latch.has_leadership
+        assert [c.id for c in await election.participants()] == ["owner"]
+    async with election.leadership(timeout=10):
+        assert election.has_leadership
+
+
+async def test_strangers_cannot_put_drain_or_remove_queue_items(
+    owner: aiocoord.Client, strangers: list[aiocoord.Client]
+) -> None:
+    queue: Queue[bytes] = Queue(owner, "/secure/queue", acl=CREATOR_ALL_ACL)
+    ids: IdQueue[bytes] = IdQueue(owner, "/secure/ids", acl=CREATOR_ALL_ACL)
+    await queue.put_many([b"one", b"two"])
+    await ids.put(b"job", "j1")
+    item = "/secure/queue/qn-0000000000"
+    for stranger in strangers:
+        theirs: Queue[bytes] = Queue(stranger, "/secure/queue")
+        await refused(theirs.get(timeout=1))
+        await refused(theirs.get_nowait())
+        await refused(theirs.peek())
+        await refused(theirs.size())
+        await refused(theirs.put(b"spam"))
+
+        async def take(theirs: Queue[bytes] = theirs) -> None:
+            async with theirs.take(timeout=1):
+                raise AssertionError("a stranger took an item")
+
+        await refused(take())
+        await refused(IdQueue(stranger, "/secure/ids").remove("j1"))
+        await cannot_touch(stranger, item, "/secure/queue")
+    assert await queue.size() == 2
+    assert await ids.contains("j1")
+    assert await queue.get(timeout=5) == b"one"
+    async with queue.take(timeout=5) as taken:
+        assert taken == b"two"
+    assert await queue.size() == 0
+
+
+async def test_strangers_cannot_join_read_or_evict_a_group(
+    owner: aiocoord.Client, strangers: list[aiocoord.Client]
+) -> None:
+    member = GroupMember(owner, "/secure/group", "owner", b"10.0.0.1", acl=CREATOR_ALL_ACL)
+    async with member:
+        for stranger in strangers:
+            intruder = GroupMember(stranger, "/secure/group", "intruder", b"evil")
+            await refused(intruder.start())
+            assert not intruder.is_member
+            await refused(intruder.members())
+            await cannot_touch(stranger, member.path, "/secure/group")
+        assert member.is_member
+        await member.update(b"10.0.0.2")
+        assert await member.members() == {"owner": b"10.0.0.2"}
+
+
+# --- credentials the server refuses -------------------------------------------------------
+
+
+@pytest_asyncio.fixture
+async def key_checking_zookeeper() -> AsyncIterator[ZooKeeperServer]:
+    """A server whose ``key`` scheme (ZooKeeper's KeyAuthenticationProvider) refuses
+    any key that is not a multiple of the number in its ``/key`` node."""
+    provider = "org.apache.zookeeper.server.auth.KeyAuthenticationProvider"
+    async with ZooKeeperServer(jvm_args=[f"-Dzookeeper.authProvider.key={provider}"]) as server:
+        async with aiocoord.connect(server.connect_string) as admin:
+            await admin.create("/key", b"7")
+        yield server
+
+
+async def test_refused_credentials_fail_connect_with_a_clear_auth_failed_error(
+    key_checking_zookeeper: ZooKeeperServer,
+) -> None:
+    server = key_checking_zookeeper
+    client = aiocoord.connect(server.connect_string, auth=[("key", "13")])
+    started = time.monotonic()
+    with pytest.raises(AuthFailedError) as info:
+        await client.start(timeout=30)
+    assert time.monotonic() - started < AT_ONCE  # no retrying until the start timeout
+    assert info.value.scheme == "key"
+    assert "refused the 'key' credentials" in str(info.value)
+    assert client.closed
+    # The right key is taken, on the same server.
+    async with aiocoord.connect(server.connect_string, auth=[("key", "14")]) as client:
+        await client.create("/in", acl=CREATOR_ALL_ACL)
+        acl, _stat = await client.get_acl("/in")
+        assert [(a.scheme, a.perms) for a in acl] == [("key", Perm.ALL)]
+
+
+async def test_an_unknown_auth_scheme_fails_connect(zookeeper: ZooKeeperTarget) -> None:
+    client = aiocoord.connect(zookeeper.connect_string, auth=[("kerberos-please", "me")])
+    with pytest.raises(AuthFailedError, match="'kerberos-please'"):
+        await client.start(timeout=30)
+    assert client.closed
+
+
+async def test_a_wrong_digest_password_is_another_identity_not_a_failure(
+    owner: aiocoord.Client, client_factory: ClientFactory
+) -> None:
+    """ZooKeeper's digest scheme keeps no passwords: it cannot refuse a wrong one,
+    only derive another identity from it, which the ACLs then keep out."""
+    await owner.create("/secure", b"mine", acl=CREATOR_ALL_ACL)
+    wrong = client_factory(auth=[("digest", "alice:guess")])
+    await wrong.start()
+    assert wrong.state is aiocoord.ConnectionState.CONNECTED
+    await refused(wrong.get("/secure"))
+
+
+async def test_delete_rights_come_from_the_parent(
+    owner: aiocoord.Client, strangers: list[aiocoord.Client]
+) -> None:
+    """ZooKeeper checks a delete against the parent's ACL, not the node's own: a
+    protected recipe root under an open parent can be deleted by anyone once it
+    is empty (and then made again, with their ACL). A parent that is protected
+    too closes that: what the README's section on ACLs advises."""
+    stranger = strangers[0]
+    await owner.create("/exposed", acl=CREATOR_ALL_ACL)  # its parent (the namespace) is open
+    await refused(stranger.set("/exposed", b"x"))
+    await stranger.delete("/exposed")  # allowed: the open parent grants DELETE
+    await stranger.create("/exposed", acl=aiocoord.OPEN_ACL_UNSAFE)  # and squatted
+    await stranger.delete("/exposed")
+    # Under a protected parent the same node can be neither deleted nor replaced.
+    await owner.ensure_path("/secure/root", acl=CREATOR_ALL_ACL)
+    await refused(stranger.delete("/secure/root"))
+    await refused(stranger.create("/secure/other"))
+    assert await owner.exists("/secure/root") is not None
