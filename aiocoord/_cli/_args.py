@@ -1,0 +1,363 @@
+"""The command line's grammar (argparse): every command, its options, its help."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+import aiocoord
+
+from ._exit import ExitCode, exit_codes_text
+from ._session import DEFAULT_ZK, ENV_TLS_CA, ENV_ZK
+
+__all__ = ["Parser", "build_parser", "parse"]
+
+Handler = Callable[..., Any]
+
+_DESCRIPTION = """\
+Distributed coordination on Apache ZooKeeper from the shell: run a command
+under a lock or only while leader, count, queue, meet at a barrier, and see
+what the recipes keep in ZooKeeper. Paths, layouts and bytes are Curator's:
+Java services and these commands share them.
+
+Start a local ZooKeeper in one terminal and take a lock in another:
+  aiocoord server
+  aiocoord lock /demo -- echo hi
+"""
+
+_CONNECTION_HELP = f"""\
+Where: --zk, else ${ENV_ZK}, else {DEFAULT_ZK}. Paths are absolute znode paths
+(under --namespace if given)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a one-line error (and a pointer to --help) instead of the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(ExitCode.USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _number(kind: str, convert: Callable[[str], Any], check: Callable[[Any], bool]) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
+        if not check(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {kind}")
+        return value
+
+    parse.__name__ = kind
+    return parse
+
+
+_seconds = _number("a number of seconds >= 0", float, lambda v: v >= 0 and math.isfinite(v))
+_positive_seconds = _number("a number of seconds > 0", float, lambda v: v > 0 and math.isfinite(v))
+_positive_int = _number("a whole number >= 1", int, lambda v: v >= 1)
+_integer = _number("a whole number", int, lambda v: True)
+_port = _number("a port number (0 picks a free one)", int, lambda v: 0 <= v < 65536)
+
+
+def _common() -> Parser:
+    """Options every command that talks to ZooKeeper takes."""
+    common = Parser(add_help=False)
+    zk = common.add_argument_group("ZooKeeper", _CONNECTION_HELP)
+    zk.add_argument("--zk", metavar="HOSTS", help="connect string, e.g. h1:2181,h2:2181")
+    zk.add_argument("--namespace", metavar="PATH", help="prefix every path with PATH (a chroot)")
+    zk.add_argument(
+        "--auth",
+        metavar="USER:PASSWORD",
+        action="append",
+        help="authenticate with the digest scheme (may be repeated)",
+    )
+    zk.add_argument(
+        "--connect-timeout",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        default=10.0,
+        help="give up (exit 69) if no session is had within this (default 10)",
+    )
+    zk.add_argument(
+        "--session-timeout",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        default=10.0,
+        help="how long the server keeps our session, and what we hold, after it last "
+        "heard from us, e.g. once this process is killed (default 10)",
+    )
+    tls = common.add_argument_group("TLS (to a secureClientPort)")
+    tls.add_argument("--tls", action="store_true", help="connect with TLS (system CAs or --tls-ca)")
+    tls.add_argument(
+        "--tls-ca", metavar="FILE", help=f"trust these CA certificates (PEM; else ${ENV_TLS_CA})"
+    )
+    tls.add_argument("--tls-cert", metavar="FILE", help="client certificate (PEM)")
+    tls.add_argument("--tls-key", metavar="FILE", help="its private key (PEM)")
+    tls.add_argument(
+        "--tls-insecure",
+        action="store_true",
+        help="do not check the server's certificate (testing only)",
+    )
+    _add_output(common)
+    return common
+
+
+def _add_output(parser: argparse.ArgumentParser) -> None:
+    out = parser.add_argument_group("output")
+    out.add_argument(
+        "-v", "--verbose", action="count", default=0, help="say more on stderr (-vv: debug log)"
+    )
+    out.add_argument("-q", "--quiet", action="store_true", help="errors only on stderr")
+
+
+def _output_only() -> Parser:
+    parent = Parser(add_help=False)
+    _add_output(parent)
+    return parent
+
+
+def _epilog(examples: str) -> str:
+    return f"examples:\n{examples}\n\n{exit_codes_text()}"
+
+
+def _add_command_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "command",
+        nargs="*",
+        metavar="COMMAND",
+        help="the command to run, after -- (its exit status passes through)",
+    )
+    parser.set_defaults(takes_command=True)
+
+
+def _add_grace(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--grace",
+        metavar="SECONDS",
+        type=_seconds,
+        default=10.0,
+        help="after a loss, how long the command has to exit after SIGTERM before "
+        "SIGKILL (default 10)",
+    )
+
+
+def build_parser(handlers: dict[str, Handler]) -> tuple[Parser, dict[str, Parser]]:
+    """The parser, and each command's own (for errors found after parsing)."""
+    parser = Parser(
+        prog="aiocoord",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=exit_codes_text(),
+    )
+    parser.add_argument("--version", action="version", version=f"aiocoord {aiocoord.__version__}")
+    commands = parser.add_subparsers(dest="name", metavar="COMMAND", required=True)
+    common = _common()
+    made: dict[str, Parser] = {}
+
+    def add(name: str, summary: str, examples: str, *, connects: bool = True) -> Parser:
+        sub = commands.add_parser(
+            name,
+            help=summary,
+            description=summary,
+            parents=[common if connects else _output_only()],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            epilog=_epilog(examples),
+        )
+        assert isinstance(sub, Parser)
+        sub.set_defaults(handler=handlers[name], takes_command=False, interrupt_ok=False)
+        made[name] = sub
+        return sub
+
+    server = add(
+        "server",
+        "run ZooKeeper (or an ensemble) in the foreground until Ctrl-C or SIGTERM",
+        "  aiocoord server                      # 127.0.0.1:2181, data discarded on exit\n"
+        "  aiocoord server --port 0             # any free port\n"
+        "  aiocoord server --ensemble 3 --data-dir ./zk-data\n"
+        "  aiocoord server --port 0 --tls       # also a TLS port; prints export lines",
+        connects=False,
+    )
+    server.add_argument("--ensemble", metavar="N", type=_positive_int, default=1)
+    server.add_argument(
+        "--port", metavar="N", type=_port, help="client port of a single server (default 2181)"
+    )
+    server.add_argument("--data-dir", metavar="DIR", help="keep ZooKeeper's data here")
+    server.add_argument("--tls", action="store_true", help="also serve TLS (self-signed)")
+    server.set_defaults(interrupt_ok=True)
+
+    lock = add(
+        "lock",
+        "run a command while holding a lock (a distributed flock)",
+        "  aiocoord lock /locks/backup -- ./backup.sh\n"
+        "  aiocoord lock /locks/backup --timeout 0 -- ./backup.sh   # skip if busy (exit 75)\n"
+        "  aiocoord lock /locks/db --shared -- ./read-report.sh      # many readers...\n"
+        "  aiocoord lock /locks/db --write -- ./migrate.sh           # ...or one writer\n"
+        "  aiocoord lock /slots/gpu --semaphore 4 -- ./train.sh      # at most 4 at once\n\n"
+        "The lock is released when the command ends or this process is interrupted\n"
+        "(the signal goes to the command first). If the lock is lost while the\n"
+        "command runs (the connection drops, the session expires, someone deletes\n"
+        "the lock node), the command gets SIGTERM, then SIGKILL after --grace, and\n"
+        "the exit status is 71. If this process is killed outright, the command\n"
+        "is killed with it (Linux) and the lock goes when the session times out.",
+    )
+    lock.add_argument("path", metavar="PATH")
+    kind = lock.add_mutually_exclusive_group()
+    kind.add_argument(
+        "--shared", action="store_true", help="take the read side of a read-write lock"
+    )
+    kind.add_argument(
+        "--write", action="store_true", help="take the write side of a read-write lock"
+    )
+    kind.add_argument(
+        "--semaphore",
+        metavar="N",
+        type=_positive_int,
+        help="take one of N leases of a semaphore",
+    )
+    lock.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=_seconds,
+        help="give up waiting after this (exit 75; 0: try once)",
+    )
+    _add_grace(lock)
+    _add_command_argument(lock)
+
+    elect = add(
+        "elect",
+        "run a command only while leader",
+        "  aiocoord elect /election/scheduler --id $(hostname) -- ./scheduler\n"
+        "  aiocoord elect /election/scheduler --requeue -- ./run-once.sh\n\n"
+        "Waits to lead, then runs the command; when the command ends, leadership\n"
+        "passes to the next in line. If leadership is lost meanwhile, the command\n"
+        "is stopped (SIGTERM, then SIGKILL after --grace; exit 71). With --requeue\n"
+        "the participant queues again after each term, until interrupted.",
+    )
+    elect.add_argument("path", metavar="PATH")
+    elect.add_argument("--id", help="this participant's id (default host:pid)")
+    elect.add_argument(
+        "--requeue", action="store_true", help="after each term, queue again and run again"
+    )
+    elect.add_argument(
+        "--timeout", metavar="SECONDS", type=_seconds, help="give up waiting to lead (exit 75)"
+    )
+    _add_grace(elect)
+    _add_command_argument(elect)
+
+    counter = add(
+        "counter",
+        "read or change a counter (Curator's DistributedAtomicLong bytes)",
+        "  aiocoord counter get /counters/visits\n"
+        "  aiocoord counter add /counters/visits 1\n"
+        "  aiocoord counter add /stock/widgets -1 --lower 0   # never below 0 (else exit 1)\n"
+        "  aiocoord counter set /counters/visits 0",
+    )
+    counter.add_argument("action", choices=["get", "add", "set"])
+    counter.add_argument("path", metavar="PATH")
+    counter.add_argument("value", metavar="N", type=_integer, nargs="?")
+    counter.add_argument("--lower", metavar="L", type=_integer, help="add: keep the value >= L")
+    counter.add_argument("--upper", metavar="U", type=_integer, help="add: keep the value <= U")
+
+    barrier = add(
+        "barrier",
+        "run a command once N members have entered; leave together (a double barrier)",
+        "  aiocoord barrier /barriers/batch --members 3 -- ./step.sh",
+    )
+    barrier.add_argument("path", metavar="PATH")
+    barrier.add_argument("--members", metavar="N", type=_positive_int, required=True)
+    barrier.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=_seconds,
+        help="give up entering, or leaving, after this (exit 75)",
+    )
+    _add_command_argument(barrier)
+
+    queue = add(
+        "queue",
+        "put an item into, or get one from, a FIFO queue (Curator's SimpleDistributedQueue)",
+        "  aiocoord queue put /queues/jobs 'resize photo-42'\n"
+        "  tar c dir | aiocoord queue put /queues/blobs       # the item from stdin\n"
+        "  aiocoord queue get /queues/jobs --timeout 5        # exit 75 if none came",
+    )
+    queue.add_argument("action", choices=["put", "get"])
+    queue.add_argument("path", metavar="PATH")
+    queue.add_argument("item", metavar="ITEM", nargs="?", help="put: the item (else stdin)")
+    queue.add_argument(
+        "--timeout", metavar="SECONDS", type=_seconds, help="get: wait at most this (exit 75)"
+    )
+    queue.add_argument(
+        "--raw", action="store_true", help="get: write the item as is (no newline added)"
+    )
+
+    inspect = add(
+        "inspect",
+        "show what is under a path and what it means (locks, leases, leaders, ...)",
+        "  aiocoord inspect /locks/backup          # holder and waiters\n"
+        "  aiocoord inspect / --depth 2\n"
+        "  aiocoord inspect /locks/backup --json",
+    )
+    inspect.add_argument("path", metavar="PATH")
+    inspect.add_argument("--json", action="store_true", help="one JSON document")
+    inspect.add_argument(
+        "--depth",
+        metavar="N",
+        type=_integer,
+        default=3,
+        help="levels of plain nodes to descend (default 3)",
+    )
+
+    watch = add(
+        "watch",
+        "print a node's changes (with --recursive, its subtree's) until interrupted",
+        "  aiocoord watch /config/feature-flags\n"
+        "  aiocoord watch /services --recursive --json | jq .",
+    )
+    watch.add_argument("path", metavar="PATH")
+    watch.add_argument("--recursive", action="store_true", help="the whole subtree")
+    watch.add_argument("--json", action="store_true", help="one JSON object per line")
+    watch.set_defaults(interrupt_ok=True)
+    return parser, made
+
+
+def parse(handlers: dict[str, Handler], argv: Sequence[str]) -> argparse.Namespace:
+    """Parse ``argv``; the command to run (lock, elect, barrier) is everything after ``--``.
+
+    (argparse would also drop a later ``--`` from the command's own arguments.)
+    """
+    parser, commands = build_parser(handlers)
+    argv = list(argv)
+    head, command = (
+        (argv[: argv.index("--")], argv[argv.index("--") + 1 :])
+        if "--" in argv
+        else (
+            argv,
+            None,
+        )
+    )
+    args = parser.parse_args(head)
+    sub = commands[args.name]
+    if args.takes_command:
+        if command is not None:
+            if args.command:
+                sub.error(f"unexpected {' '.join(args.command)!r} before --")
+            args.command = command
+        if not args.command:
+            sub.error("which command should run? Give it after --")
+    elif command is not None:
+        args = parser.parse_args(argv)
+    if args.name == "counter":
+        if args.action == "get" and args.value is not None:
+            sub.error("counter get takes no N")
+        if args.action != "get" and args.value is None:
+            sub.error(f"counter {args.action} needs N")
+        if args.action != "add" and (args.lower is not None or args.upper is not None):
+            sub.error("--lower and --upper go with counter add")
+    if args.name == "queue":
+        if args.action == "get" and args.item is not None:
+            sub.error("queue get takes no ITEM")
+        if args.action == "put" and args.timeout is not None:
+            sub.error("--timeout goes with queue get")
+    args.verbosity = -1 if args.quiet else args.verbose
+    return args
