@@ -63,6 +63,8 @@ from ._recipes._counter import AtomicStats as AtomicStats
 from ._recipes._counter import AtomicValue as AtomicValue
 from ._recipes._counter import Bounds as Bounds
 from ._recipes._counter import PromotedToLock as PromotedToLock
+from ._recipes._escrow import CounterShard as CounterShard
+from ._recipes._escrow import ShardedCounter as ShardedCounter
 from ._recipes._group import GroupMember as GroupMember
 from ._recipes._leader import Candidate as Candidate
 from ._recipes._leader import LeaderElection as LeaderElection
@@ -157,6 +159,7 @@ __all__ = [
     "CoordinationError",
     "CorruptValueError",
     "CounterOverflowError",
+    "CounterShard",
     "CreateOptions",
     "DataTooLargeError",
     "DeadlockError",
@@ -219,6 +222,7 @@ __all__ = [
     "SessionErrorPolicy",
     "SessionExpiredError",
     "SessionMovedError",
+    "ShardedCounter",
     "SharedCount",
     "StandardErrorPolicy",
     "Stat",

@@ -31,6 +31,7 @@ COLORS = {
 UNITS = {
     "mutex": "hand-offs/s",
     "counter": "increments/s",
+    "bounded": "increments/s",
     "pipelined": "sets/s",
     "latency": "round trips/s",
     "election": "hand-overs/s",
@@ -229,6 +230,16 @@ def markdown(document: Row) -> str:
         body += _headline(index)
         body += _throughput_section(index, "mutex", "Mutex hand-offs", "acquire")
         body += _counter_section(index)
+        body += _counter_section(
+            index,
+            "bounded",
+            "Bounded counter: one znode against a sharded one (escrow)",
+            base=BOUNDED_BASE,
+            intro="Bounded increments with the bound far away (nothing sells out): "
+            "single-znode is AtomicLong.increment(upper=...), sharded is "
+            "ShardedCounter(upper=...) with its default 8 shards; every contender "
+            "has its own session.",
+        )
         body += _throughput_section(index, "pipelined", "Pipelined sets on one node", "set")
         body += _latency_section(index)
         body += _coordination_section(index)
@@ -454,8 +465,27 @@ def _throughput_section(index: _Index, scenario: str, title: str, kind: str) -> 
     return [f"## {title}", "", *_table(header, body), ""]
 
 
-def _counter_section(index: _Index) -> list[str]:
-    rows = index.of("counter")
+BOUNDED_BASE = "aiocoord/single-znode"
+"""The bounded scenario's rows are compared with this one (AtomicLong with ``upper``)."""
+
+
+def _versus(index: _Index, row: Row, base: str) -> str:
+    """This row's rate ÷ the ``base`` row's at the same contender count."""
+    theirs = index.get(row["scenario"], base, row["contenders"])
+    if row["label"] == base or not _ok(row) or theirs is None or not _ok(theirs):
+        return "—"
+    return _ratio(row["rate"], theirs["rate"])
+
+
+def _counter_section(
+    index: _Index,
+    scenario: str = "counter",
+    title: str = "Counter increments (compare-and-set)",
+    base: str | None = None,
+    intro: str = "",
+) -> list[str]:
+    """The counter table; with ``base``, the ratio column is each row ÷ that row."""
+    rows = index.of(scenario)
     if not rows:
         return []
     body = []
@@ -472,7 +502,9 @@ def _counter_section(index: _Index) -> list[str]:
                 _ms(_latency(row, "increment", "p99")),
                 f"{per_increment:.2f}" if ok else "—",
                 f"{row['failures']:,}" if ok else "—",
-                _vs_ours(index, row, lambda r: r.get("rate")),
+                _vs_ours(index, row, lambda r: r.get("rate"))
+                if base is None
+                else _versus(index, row, base),
                 _check(row),
             ]
         )
@@ -485,10 +517,10 @@ def _counter_section(index: _Index) -> list[str]:
         "p99",
         "failed CAS per increment",
         "failed increments",
-        "aiocoord ÷ this",
+        "aiocoord ÷ this" if base is None else f"this ÷ {base}",
         "check (final value = successes)",
     ]
-    return ["## Counter increments (compare-and-set)", "", *_table(header, body), ""]
+    return [f"## {title}", "", *([intro, ""] if intro else []), *_table(header, body), ""]
 
 
 def _latency_section(index: _Index) -> list[str]:

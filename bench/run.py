@@ -60,6 +60,7 @@ JAVA_LIBS = Path("/usr/share/java")
 SCENARIOS = (
     "mutex",
     "counter",
+    "bounded",
     "pipelined",
     "latency",
     "election",

@@ -1,7 +1,7 @@
-"""aiocoord under the benchmark: Mutex hand-offs, AtomicLong increments, pipelined
-and single round trips, leader hand-over, double barrier release, Queue throughput
-and drain, TreeCache build and event latency, and the memory cost of many waiters
-on one Mutex."""
+"""aiocoord under the benchmark: Mutex hand-offs, AtomicLong increments (also bounded,
+against a ShardedCounter), pipelined and single round trips, leader hand-over,
+double barrier release, Queue throughput and drain, TreeCache build and event
+latency, and the memory cost of many waiters on one Mutex."""
 
 from __future__ import annotations
 
@@ -37,6 +37,12 @@ SHARED_CLIENT = "shared-client"
 """Variant: all contenders are tasks of one process sharing one client (one session)."""
 TAKE = "take"
 """Queue variant: consumers take at least once (``async with queue.take()``)."""
+SINGLE_ZNODE = "single-znode"
+"""Bounded variant: ``AtomicLong.increment(upper=BOUND)``, one znode."""
+SHARDED = "sharded"
+"""Bounded variant: ``ShardedCounter(upper=BOUND).increment()``, escrow over shards."""
+BOUND = 10**12
+"""The bounded scenario's upper bound: far more than a run can reach, so nothing sells out."""
 
 MEMORY_WAITERS = 10_000
 QUEUE_TIMEOUT = 300.0
@@ -74,13 +80,30 @@ async def _mutex(args: RunArgs) -> Result:
 
 
 class _Counter:
-    """An AtomicLong as the counter scenario drives it (defaults: retry, coalescing)."""
+    """An AtomicLong (defaults: retry, coalescing) as the counter scenarios drive it:
+    unbounded, or bounded by ``upper``; or, for the bounded scenario's sharded
+    variant, a ShardedCounter (defaults but the bound)."""
 
-    def __init__(self, client: aiocoord.Client, path: str) -> None:
-        self._counter = aiocoord.AtomicLong(client, path)
+    def __init__(self, client: aiocoord.Client, path: str, variant: str, upper: int | None) -> None:
+        self._upper = upper
+        self.counter: aiocoord.AtomicLong | aiocoord.ShardedCounter
+        if variant == SHARDED:
+            assert upper is not None
+            self.counter = aiocoord.ShardedCounter(client, path, upper=upper)
+        else:
+            self.counter = aiocoord.AtomicLong(client, path)
+
+    async def initialize(self) -> None:
+        if isinstance(self.counter, aiocoord.ShardedCounter):
+            await self.counter.initialize()
+        else:
+            await self.counter.initialize(0)
 
     async def increment(self) -> tuple[bool, float]:
-        result = await self._counter.increment()
+        if isinstance(self.counter, aiocoord.ShardedCounter):
+            result = await self.counter.increment()
+        else:
+            result = await self.counter.increment(upper=self._upper)
         stats = result.stats
         # Attempts that did not write: the failed compare-and-sets (a coalesced
         # write's attempts are shared by every call it carried: count them once).
@@ -89,14 +112,18 @@ class _Counter:
 
 
 async def _counter(args: RunArgs) -> Result:
+    """The counter scenario, and the bounded one (the same loop, bounded far away)."""
     path = f"{args.path}/counter"
     count = 1 if args.variant == SHARED_CLIENT else args.contenders
+    upper = BOUND if args.scenario == "bounded" else None
     async with _clients(args.connect, count) as clients:
-        await aiocoord.AtomicLong(clients[0], path).initialize(0)
-        counters = [_Counter(clients[i % count], path) for i in range(args.contenders)]
+        counters = [
+            _Counter(clients[i % count], path, args.variant, upper) for i in range(args.contenders)
+        ]
+        await counters[0].initialize()
 
         async def final_value() -> int:
-            return (await aiocoord.AtomicLong(clients[0], path).get()).post_value
+            return (await counters[0].counter.get()).post_value
 
         return await _aio.counter(args, LIBRARY, counters, final_value)
 
@@ -480,6 +507,8 @@ OFFERS = [
     Offer("mutex", _mutex, variant=SHARED_CLIENT, contenders=(32,)),
     Offer("counter", _counter),
     Offer("counter", _counter, variant=SHARED_CLIENT, contenders=(32,)),
+    Offer("bounded", _counter, variant=SINGLE_ZNODE, contenders=(8,)),
+    Offer("bounded", _counter, variant=SHARDED, contenders=(8,)),
     Offer("pipelined", _pipelined, contenders=(1,)),
     Offer("latency", _latency, contenders=(1,)),
     Offer("election", _election, contenders=(8,)),

@@ -225,6 +225,12 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
     ),
     ("IdQueue", lambda client: aiocoord.IdQueue(client, "/byid"), ("'/byid'",)),
     ("QueueTake", lambda client: aiocoord.Queue(client, "/jobs").take(), ("'/jobs'", "waiting")),
+    (
+        "ShardedCounter",
+        lambda client: aiocoord.ShardedCounter(client, "/tickets", upper=1000),
+        ("'/tickets'", "shards=8", "bounds=[0, 1000]"),
+    ),
+    ("CounterShard", lambda client: aiocoord.CounterShard(2, 3, 10), ("index=2", "quota=10")),
 ]
 """Objects with a hand-written repr, or a dataclass repr that is part of their design
 (the other dataclasses, named tuples and enums are left to the coverage test below)."""
