@@ -7,13 +7,25 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help test lint demo zookeeper bench clean
+.PHONY: help test lint demo zookeeper bench docs chaos clean
 
 help:
 	@echo "make demo   a ticket sale on an embedded ZooKeeper: no oversell, no lost sale"
 	@echo "make test   run the test suite against real ZooKeeper servers"
 	@echo "make lint   ruff and mypy --strict"
 	@echo "make bench  aiocoord against Curator, kazoo and aiozk (bench/README.md)"
+	@echo "make docs   the documentation site in site/ (MkDocs, warnings are errors)"
+	@echo "make chaos  every recipe through 3 minutes of seeded faults on 3 nodes (chaos/README.md)"
+
+# The docs extra (MkDocs, mkdocstrings) is installed on first use, as bench's is.
+DOCS_STAMP := $(VENV)/.docs-installed
+
+$(DOCS_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install -q -e '.[docs]'
+	@touch $@
+
+docs: $(DOCS_STAMP)
+	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 $(STAMP): pyproject.toml scripts/setup-venv.sh
 	PYTHON=$(PYTHON) sh scripts/setup-venv.sh $(VENV)
@@ -26,9 +38,13 @@ test: $(STAMP)
 	@WITH_CURATOR=1 sh scripts/ensure-zookeeper.sh
 	$(PY) -m pytest -m "not chaos" $(PYTEST_ARGS)
 
+# CHAOS_ARGS: e.g. "--seed 7 --duration 60 --workers 3 --out /tmp/chaos" (chaos/README.md).
+chaos: $(STAMP) zookeeper
+	$(PY) -m chaos $(CHAOS_ARGS)
+
 lint: $(STAMP)
-	$(VENV)/bin/ruff check aiocoord tests examples bench
-	$(VENV)/bin/ruff format --check aiocoord tests examples bench
+	$(VENV)/bin/ruff check aiocoord tests examples bench chaos
+	$(VENV)/bin/ruff format --check aiocoord tests examples bench chaos
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy --strict tests/typecheck
 

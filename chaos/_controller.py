@@ -1,0 +1,481 @@
+"""The controller of a chaos run: starts everything, runs the nemesis, stops
+everything it started (by PID, always), reads the end state, checks, reports.
+
+The run, in order:
+
+1. Move into a private network namespace if partitions are possible here
+   (:class:`~chaos._nemesis.Partitioner`), before any thread or process exists.
+2. Start a 3-node :class:`~aiocoord.testing.ZooKeeperEnsemble`, the fenced store
+   (on 127.0.0.1) and the worker processes; wait until every worker is ready.
+3. Run the nemesis's schedule for ``duration`` seconds; heal whatever is left.
+4. Stop the workers (each finishes its operations), then have each compare its
+   TreeCache with the server's tree, then let them exit. A worker that does not
+   answer in time is killed and reported as hung.
+5. Read the end state: counter values, what is left in the queues, and the
+   recipe paths (which must empty once the workers' sessions are gone).
+6. Close the store and the ensemble; check that no process we started is left.
+7. Merge the histories, run every check, write the report.
+
+The whole run is bounded: ``duration`` plus :data:`HARD_GRACE` at most.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import functools
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiocoord
+from aiocoord.testing import ZooKeeperEnsemble
+
+from ._checks import run_checks
+from ._history import HistoryWriter, load_history, merge_files
+from ._layout import (
+    AQUEUE,
+    COUNTER_BOUNDED,
+    COUNTER_INT,
+    COUNTER_LONG,
+    ORPHAN_PATHS,
+    QUEUE,
+    ROOT,
+    SEMAPHORE,
+    SESSION_TIMEOUT,
+    TREE,
+    WITNESS,
+)
+from ._nemesis import FAULT_KINDS, Fault, Nemesis, Partitioner, schedule
+from ._report import render
+from ._store import FencedStore, StoreServer
+from ._worker import CACHE_SETTLE, STOP_BOUND, WorkerConfig
+
+__all__ = ["HARD_GRACE", "RunConfig", "run"]
+
+REPO = Path(__file__).resolve().parent.parent
+HARD_GRACE = 150.0
+"""Seconds the run may take beyond ``duration`` (start, stop, end reads) before it
+is cut short and reported as failed."""
+READY_TIMEOUT = 60.0
+EXIT_TIMEOUT = 20.0
+ORPHAN_WAIT = 2 * SESSION_TIMEOUT + 6.0
+"""Sessions of killed workers expire within this; their ephemeral nodes go with them."""
+TICK_MS = 500
+VALIDATE_TIMEOUT = 5.0
+"""How long the store may wait for ZooKeeper to say which lease nodes exist."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    seed: int
+    duration: float
+    workers: int
+    out: Path
+    partitions: bool = True
+
+
+def _die_with_parent() -> None:
+    """In a worker, before exec: die if the controller dies (PR_SET_PDEATHSIG)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+
+
+async def lease_nodes_alive(
+    client: aiocoord.Client, leases: list[tuple[int, str]]
+) -> set[int] | None:
+    """For the fenced store: the tokens whose lease node still exists (created at
+    that zxid), read after a ``sync``; None if ZooKeeper did not answer in time."""
+    alive: set[int] = set()
+    try:
+        async with asyncio.timeout(VALIDATE_TIMEOUT):
+            await client.sync(SEMAPHORE)
+            for token, node in leases:
+                stat = await client.exists(node)
+                if stat is not None and stat.czxid == token:
+                    alive.add(token)
+    except (TimeoutError, aiocoord.CoordinationError):
+        return None
+    return alive
+
+
+class WorkerHandle:
+    """A worker process and the lines it sends back."""
+
+    def __init__(self, name: str, proc: asyncio.subprocess.Process) -> None:
+        self.name = name
+        self.proc = proc
+        self._replies: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._reader = asyncio.ensure_future(self._read())
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc.returncode is None else None
+
+    async def _read(self) -> None:
+        assert self.proc.stdout is not None
+        while line := await self.proc.stdout.readline():
+            with contextlib.suppress(json.JSONDecodeError):
+                message = json.loads(line)
+                if isinstance(message, dict):
+                    self._replies.put_nowait(message)
+
+    async def send(self, command: dict[str, Any]) -> bool:
+        stdin = self.proc.stdin
+        if stdin is None or self.proc.returncode is not None:
+            return False
+        try:
+            stdin.write(json.dumps(command).encode() + b"\n")
+            async with asyncio.timeout(5):
+                await stdin.drain()
+        except (OSError, TimeoutError):
+            return False
+        return True
+
+    async def expect(self, reply: str, timeout: float) -> dict[str, Any] | None:
+        """The next reply named ``reply`` (others are dropped); None after ``timeout``."""
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    message = await self._replies.get()
+                    if message.get("reply") == reply:
+                        return message
+        except TimeoutError:
+            return None
+
+    async def request(self, command: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+        if not await self.send(command):
+            return None
+        return await self.expect(str(command["cmd"]), timeout)
+
+    async def kill(self) -> None:
+        """SIGCONT (it may be paused) and SIGKILL, by its PID; wait for it to be reaped."""
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGCONT)
+                os.kill(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(10):
+                await self.proc.wait()
+        self._reader.cancel()
+
+    async def wait_exit(self, timeout: float) -> bool:
+        try:
+            async with asyncio.timeout(timeout):
+                await self.proc.wait()
+        except TimeoutError:
+            return False
+        self._reader.cancel()
+        return True
+
+
+class Controller:
+    def __init__(self, config: RunConfig, partitioner: Partitioner) -> None:
+        self.config = config
+        self.partitioner = partitioner
+        self.raw = config.out / "raw"
+        self.raw.mkdir(parents=True, exist_ok=True)
+        self.t0 = time.monotonic()
+        self.history = HistoryWriter(self.raw / "controller.jsonl", worker="controller", t0=self.t0)
+        # The servers log (slf4j-simple, INFO) to their data dirs; kept in raw/.
+        self.ensemble = ZooKeeperEnsemble(3, tick_time_ms=TICK_MS, log=True)
+        self.fenced = FencedStore(self.history.write)
+        self.store = StoreServer(self.fenced)
+        self.workers: list[WorkerHandle] = []
+        self.worker_problems: dict[str, str] = {}
+        self.pids: dict[str, set[int]] = {"zookeeper": set(), "workers": set()}
+        self._stderr: list[Any] = []
+
+    def log(self, message: str) -> None:
+        print(f"[chaos {self.history.now():7.1f}s] {message}", file=sys.stderr, flush=True)
+
+    def track_members(self) -> None:
+        for member in self.ensemble.members:
+            if member.pid is not None:
+                self.pids["zookeeper"].add(member.pid)
+
+    # --- starting ---------------------------------------------------------------------
+
+    async def start_workers(self) -> None:
+        members = self.config.workers
+        for index in range(self.config.workers):
+            name = f"w{index}"
+            worker_config = WorkerConfig(
+                name=name,
+                connect=self.ensemble.connect_string,
+                store_port=self.store.port,
+                history=str(self.raw / f"{name}.jsonl"),
+                t0=self.t0,
+                seed=self.config.seed,
+                members=members,
+            )
+            stderr = (self.raw / f"{name}.stderr").open("wb")
+            self._stderr.append(stderr)
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "chaos._worker",
+                worker_config.to_json(),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=stderr,
+                cwd=REPO,
+                preexec_fn=_die_with_parent,
+            )
+            self.pids["workers"].add(proc.pid)
+            self.workers.append(WorkerHandle(name, proc))
+        replies = await asyncio.gather(*(w.expect("ready", READY_TIMEOUT) for w in self.workers))
+        for worker, reply in zip(self.workers, replies, strict=True):
+            if reply is None or not reply.get("ok"):
+                detail = "no answer" if reply is None else reply.get("error")
+                raise RuntimeError(f"worker {worker.name} did not start: {detail}")
+
+    async def prepare(self, client: aiocoord.Client) -> None:
+        await client.delete_recursive(ROOT)
+        for path in (ROOT, TREE, WITNESS, f"{ROOT}/counter"):
+            await client.ensure_path(path)
+
+    # --- stopping ---------------------------------------------------------------------
+
+    async def stop_workers(self) -> None:
+        """stop, final, exit: each answered in time, or the worker is killed."""
+        alive = [w for w in self.workers if w.proc.returncode is None]
+        for worker in alive:
+            await worker.send({"cmd": "stop"})
+        replies = await asyncio.gather(*(w.expect("stopped", STOP_BOUND + 15) for w in alive))
+        answering = []
+        for worker, reply in zip(alive, replies, strict=True):
+            if reply is None:
+                self.worker_problems[worker.name] = (
+                    f"did not stop within {STOP_BOUND + 15:g} s: killed"
+                )
+                await worker.kill()
+                continue
+            if reply.get("hung"):
+                self.worker_problems[worker.name] = (
+                    f"drivers still running {STOP_BOUND:g} s after stop: {reply['hung']}"
+                )
+            for driver, failure in sorted((reply.get("crashed") or {}).items()):
+                self.worker_problems[f"{worker.name}/{driver}"] = f"crashed: {failure}"
+            answering.append(worker)
+        for worker in answering:
+            await worker.send({"cmd": "final"})
+        finals = await asyncio.gather(*(w.expect("final", CACHE_SETTLE + 45) for w in answering))
+        for worker, reply in zip(answering, finals, strict=True):
+            if reply is None:
+                self.worker_problems[worker.name] = "did not compare its cache in time: killed"
+                await worker.kill()
+                continue
+            self.history.write(dict(reply["cache"]))
+        for worker in self.workers:
+            if worker.proc.returncode is None:
+                await worker.send({"cmd": "exit"})
+        for worker in self.workers:
+            if not await worker.wait_exit(EXIT_TIMEOUT):
+                self.worker_problems.setdefault(
+                    worker.name, f"did not exit within {EXIT_TIMEOUT:g} s: killed"
+                )
+                await worker.kill()
+
+    # --- the end state -----------------------------------------------------------------
+
+    async def read_end_state(self, client: aiocoord.Client) -> None:
+        counters: Sequence[tuple[str, aiocoord.AtomicLong | aiocoord.AtomicInt]] = (
+            (COUNTER_LONG, aiocoord.AtomicLong(client, COUNTER_LONG)),
+            (COUNTER_INT, aiocoord.AtomicInt(client, COUNTER_INT)),
+            (COUNTER_BOUNDED, aiocoord.AtomicLong(client, COUNTER_BOUNDED)),
+        )
+        for path, counter in counters:
+            value = (await counter.get()).post_value
+            self.history.write({"type": "final", "what": "counter", "path": path, "value": value})
+        for path in (QUEUE, AQUEUE):
+            items: list[str] = []
+            try:
+                names = sorted(await client.children(path))
+            except aiocoord.NoNodeError:
+                names = []
+            for name in names:
+                with contextlib.suppress(aiocoord.NoNodeError):
+                    data, _stat = await client.get(f"{path}/{name}")
+                    items.append(data.decode(errors="replace"))
+            self.history.write({"type": "final", "what": "queue", "path": path, "items": items})
+        witnessed = sorted(await client.children(WITNESS))
+        self.history.write({"type": "final", "what": "witness", "nodes": witnessed})
+        # Killed workers' sessions take up to a session timeout to expire.
+        started = time.monotonic()
+        while True:
+            listing: dict[str, list[str]] = {}
+            for path in ORPHAN_PATHS:
+                try:
+                    listing[path] = sorted(await client.children(path))
+                except aiocoord.NoNodeError:
+                    listing[path] = []
+            if not any(listing.values()) or time.monotonic() - started > ORPHAN_WAIT:
+                break
+            await asyncio.sleep(0.25)
+        waited = round(time.monotonic() - started, 3)
+        self.history.write({"type": "final", "what": "orphans", "paths": listing, "waited": waited})
+
+    def check_processes(self) -> None:
+        """Every process we started must be gone (not even a zombie), and no child left."""
+        started = set().union(*self.pids.values())
+        left = [pid for pid in sorted(started) if Path(f"/proc/{pid}").exists()]
+        me = os.getpid()
+        children = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[1]) == me:
+                    children.append(int(entry.name))
+        described = [f"pid {pid}" for pid in sorted(set(left) | set(children))]
+        self.history.write(
+            {
+                "type": "final",
+                "what": "processes",
+                "checked": len(started),
+                "left": described,
+            }
+        )
+
+    # --- the run -------------------------------------------------------------------------
+
+    async def run(self) -> str | None:
+        """Run everything; the error that cut the run short, if any."""
+        config = self.config
+        self.history.write(
+            {
+                "type": "run",
+                "seed": config.seed,
+                "duration": config.duration,
+                "workers": config.workers,
+                "members": config.workers,
+                "session_timeout": SESSION_TIMEOUT,
+                "partitions": "yes (the leader's quorum and election ports are cut off with "
+                "tc in a private network namespace)"
+                if self.partitioner.available
+                else "no",
+                "partition_reason": self.partitioner.reason,
+                "python": sys.version.split()[0],
+            }
+        )
+        error: str | None = None
+        try:
+            async with asyncio.timeout(config.duration + HARD_GRACE):
+                await self._run()
+        except TimeoutError:
+            error = f"the run did not finish within duration + {HARD_GRACE:g} s"
+            self.log(error)
+        except Exception as failure:
+            error = f"{type(failure).__name__}: {failure}"
+            self.log("the run failed:\n" + traceback.format_exc())
+        finally:
+            with contextlib.suppress(Exception):
+                self.partitioner.heal()
+            for worker in self.workers:
+                await worker.kill()
+            await self.store.close()
+            for member in self.ensemble.members:
+                with contextlib.suppress(OSError):
+                    shutil.copy(member.log_path, self.raw / f"zookeeper-{member.myid}.log")
+            await self.ensemble.close()
+            for stream in self._stderr:
+                stream.close()
+        self.worker_end()
+        self.check_processes()
+        self.history.write(
+            {
+                "type": "run",
+                "connect": self.ensemble.connect_string,
+                "pids": {kind: sorted(pids) for kind, pids in self.pids.items()},
+            }
+        )
+        self.history.close()
+        return error
+
+    def worker_end(self) -> None:
+        self.history.write(
+            {
+                "type": "final",
+                "what": "workers",
+                "count": len(self.workers),
+                "problems": self.worker_problems,
+            }
+        )
+
+    async def _run(self) -> None:
+        config = self.config
+        self.log(f"starting a 3-node ensemble (seed {config.seed})")
+        await self.ensemble.start(timeout=READY_TIMEOUT)
+        self.track_members()
+        await self.store.start()
+        async with aiocoord.connect(self.ensemble.connect_string, session_timeout=20) as client:
+            await self.prepare(client)
+            self.fenced.validate = functools.partial(lease_nodes_alive, client)
+            self.log(f"starting {config.workers} workers")
+            await self.start_workers()
+            kinds = [
+                k for k in FAULT_KINDS if self.partitioner.available or k != "partition-leader"
+            ]
+            faults = schedule(config.seed, config.duration, SESSION_TIMEOUT, kinds)
+            self.log(f"running {config.duration:g} s with {len(faults)} faults scheduled")
+            nemesis = Nemesis(
+                self.ensemble, self.workers, self.history, self.partitioner, SESSION_TIMEOUT
+            )
+            start = asyncio.get_running_loop().time()
+            end = start + config.duration - 1.0
+            faulting = asyncio.ensure_future(nemesis.run(faults, start, end, self._on_fault))
+            try:
+                await asyncio.sleep(config.duration)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(90):
+                        await asyncio.shield(faulting)
+            finally:
+                faulting.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await faulting
+                await nemesis.heal()
+                self.track_members()
+            await self.ensemble.wait_quorum(timeout=READY_TIMEOUT)
+            self.log("stopping the workers")
+            await self.stop_workers()
+            self.log("reading the end state")
+            await self.read_end_state(client)
+
+    def _on_fault(self, fault: Fault) -> None:
+        self.log(f"fault: {fault.kind} ({fault.length:g} s)")
+        self.track_members()
+
+
+async def run(config: RunConfig, partitioner: Partitioner) -> int:
+    """One chaos run; the exit status (0 only if every invariant held).
+
+    ``partitioner`` has entered its network namespace already, or says why not.
+    """
+    started = time.monotonic()
+    controller = Controller(config, partitioner)
+    error = await controller.run()
+    raw = sorted(controller.raw.glob("*.jsonl"))
+    merge_files(raw, config.out / "history.jsonl")
+    history = load_history(raw)
+    verdicts = run_checks(history)
+    report = render(
+        history,
+        verdicts,
+        run_error=error,
+        out=str(config.out),
+        wall=time.monotonic() - started,
+    )
+    (config.out / "report.txt").write_text(report)
+    print(report, end="")
+    return 0 if error is None and all(v.passed for v in verdicts) else 1

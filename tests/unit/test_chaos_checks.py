@@ -1,0 +1,630 @@
+"""The chaos run's checkers, each fed hand-made histories: one that breaks its
+invariant (the checker must say FAIL) and one that keeps it (PASS).
+
+Every check in ``chaos._checks.CHECKS`` must have a breaking history here, so a
+check that cannot fail is caught. The fenced store's rules and the nemesis's
+schedule are tested here too (no server needed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+import pytest
+
+from chaos._checks import CHECKS, Verdict, run_checks
+from chaos._history import build_history
+from chaos._layout import (
+    AQUEUE,
+    COUNTER_BOUND,
+    COUNTER_BOUNDED,
+    COUNTER_INT,
+    COUNTER_LONG,
+    QUEUE,
+)
+from chaos._nemesis import FAULT_KINDS, schedule
+from chaos._store import FencedStore, StoreClient, StoreServer
+
+Record = dict[str, Any]
+
+
+def op(
+    op_id: str,
+    recipe: str,
+    kind: str,
+    start: float,
+    end: float | None,
+    status: str = "ok",
+    *,
+    error: str | None = None,
+    args: dict[str, Any] | None = None,
+    **value: Any,
+) -> list[Record]:
+    worker = op_id.split(":")[0]
+    records: list[Record] = [
+        {
+            "type": "invoke",
+            "id": op_id,
+            "worker": worker,
+            "recipe": recipe,
+            "kind": kind,
+            "args": args or {},
+            "t": start,
+        }
+    ]
+    if end is not None:
+        records.append(
+            {
+                "type": "complete",
+                "id": op_id,
+                "status": status,
+                "error": error,
+                "value": value,
+                "t": end,
+            }
+        )
+    return records
+
+
+def write(
+    serial: int,
+    resource: str,
+    op_id: str,
+    token: int,
+    action: str,
+    *,
+    accepted: bool = True,
+    mode: str | None = None,
+    **extra: Any,
+) -> Record:
+    return {
+        "type": "store",
+        "serial": serial,
+        "t": serial / 10,
+        "resource": resource,
+        "op": op_id,
+        "token": token,
+        "action": action,
+        "accepted": accepted,
+        "mode": mode,
+        "reason": "" if accepted else "below the highest",
+        **extra,
+    }
+
+
+def hold(
+    op_id: str, recipe: str, start: float, end: float, status: str = "ok", **value: Any
+) -> list[Record]:
+    """A hold (lock, lease, term) inside [start, end]."""
+    value = {"t_acq": start, "t_rel": end, "lost": status != "ok", **value}
+    return op(op_id, recipe, value.pop("kind", "hold"), start - 0.01, end + 0.01, status, **value)
+
+
+def final(what: str, **fields: Any) -> Record:
+    return {"type": "final", "t": 100.0, "what": what, **fields}
+
+
+def verdict(name: str, records: list[Record]) -> Verdict:
+    check = next(c for c in CHECKS if c.name == name)
+    history = build_history([{"type": "run", "t": 0.0, "members": 3}, *records])
+    return run_checks(history, [check])[0]
+
+
+def increments(path: str, ok: int, unknown: int, posts: list[int] | None = None) -> list[Record]:
+    records: list[Record] = []
+    posts = posts or list(range(1, ok + 1))
+    for index in range(ok):
+        records += op(
+            f"w0:{index}", "counter", "increment", index, index + 0.5, args={"path": path},
+            post=posts[index],
+        )  # fmt: skip
+    for index in range(unknown):
+        records += op(
+            f"w1:{index}", "counter", "increment", index, index + 0.5, "unknown",
+            args={"path": path},
+        )  # fmt: skip
+    return records
+
+
+def barrier_round(
+    attempt: int, start: float, workers: list[str], passed_at: float | None = None
+) -> list[Record]:
+    """One round: each worker enters (in turn), all pass once the last is in, all leave."""
+    records: list[Record] = []
+    last_in = start + 0.1 * len(workers)
+    passed = last_in + 0.05 if passed_at is None else passed_at
+    for index, worker in enumerate(workers):
+        invoked = start + 0.1 * index
+        records += op(f"{worker}:e{attempt}", "barrier", "enter", invoked, passed,
+                      args={"attempt": attempt})  # fmt: skip
+        records += op(f"{worker}:l{attempt}", "barrier", "leave", passed + 0.1, passed + 0.2,
+                      args={"attempt": attempt})  # fmt: skip
+    return records
+
+
+def puts(recipe: str, items: list[str], status: str = "ok") -> list[Record]:
+    records: list[Record] = []
+    for index, item in enumerate(items):
+        records += op(f"p:{recipe}{item}", recipe, "put", index, index + 0.1, status,
+                      args={"item": item}, item=item)  # fmt: skip
+    return records
+
+
+def gets(items: list[str], status: str = "ok") -> list[Record]:
+    records: list[Record] = []
+    for index, item in enumerate(items):
+        records += op(f"g:{index}{item}{status}", "queue", "get", 10 + index, 10.1 + index,
+                      status, item=item)  # fmt: skip
+    return records
+
+
+def takes(item: str, start: float, end: float, status: str = "ok", **value: Any) -> list[Record]:
+    return op(f"t:{item}{start}", "aqueue", "take", start - 0.1, end + 0.1, status,
+              item=item, t_body=start, t_end=end, **value)  # fmt: skip
+
+
+def processes(left: list[str]) -> Record:
+    return final("processes", checked=5, left=left)
+
+
+def workers_end(**problems: str) -> Record:
+    return final("workers", count=2, problems=problems)
+
+
+# For each check: a history that breaks its invariant, and one that keeps it.
+BROKEN: dict[str, list[Record]] = {
+    # A's begin, then B's, then A's end again: B wrote inside A's section.
+    "mutex.store": [
+        write(1, "mutex", "a", 10, "begin"),
+        write(2, "mutex", "b", 12, "begin"),
+        write(3, "mutex", "a", 10, "end"),
+    ],
+    "mutex.told": [
+        write(1, "mutex", "w0:1", 10, "begin"),
+        write(2, "mutex", "w1:1", 12, "begin"),
+        write(3, "mutex", "w0:1", 10, "end", accepted=False),
+        *hold("w0:1", "mutex", 1.0, 3.0, rejected=True, token=10),
+    ],
+    "mutex.holds": [*hold("w0:1", "mutex", 1.0, 3.0), *hold("w1:1", "mutex", 2.0, 4.0)],
+    # A writer writes while a reader is between its begin and end.
+    "rwlock.store": [
+        write(1, "rwlock", "r", 10, "begin", mode="read"),
+        write(2, "rwlock", "w", 12, "begin", mode="write"),
+        write(3, "rwlock", "r", 10, "end", mode="read"),
+    ],
+    "rwlock.told": [
+        write(1, "rwlock", "w0:1", 10, "end", accepted=False, mode="read"),
+        *hold("w0:1", "rwlock", 1.0, 3.0, kind="read", rejected=True),
+    ],
+    "rwlock.holds": [
+        *hold("w0:1", "rwlock", 1.0, 3.0, kind="read"),
+        *hold("w1:1", "rwlock", 2.0, 4.0, kind="write"),
+    ],
+    "semaphore.store": [
+        write(1, "semaphore", "a", 10, "begin"),
+        write(2, "semaphore", "b", 11, "begin"),
+        write(3, "semaphore", "c", 12, "begin", over_limit=[10, 11], evicted=[]),
+    ],
+    "semaphore.told": [*hold("w0:1", "semaphore", 1.0, 3.0, rejected=True)],
+    "semaphore.holds": [
+        *hold("w0:1", "semaphore", 1.0, 5.0),
+        *hold("w1:1", "semaphore", 2.0, 5.0),
+        *hold("w2:1", "semaphore", 3.0, 5.0),
+    ],
+    "leader.store": [
+        write(1, "leader", "a", 10, "begin"),
+        write(2, "leader", "b", 12, "begin"),
+        write(3, "leader", "a", 10, "end"),
+    ],
+    "leader.told": [
+        write(1, "leader", "w0:1", 10, "begin", accepted=False),
+        *hold("w0:1", "leader", 1.0, 3.0, kind="term"),
+    ],
+    "leader.terms": [
+        *hold("w0:1", "leader", 1.0, 3.0, kind="term"),
+        *hold("w1:1", "leader", 2.9, 4.0, kind="term"),
+    ],
+    # One more than succeeded + unknown: an increment reported failed was applied.
+    "counter.long": [*increments(COUNTER_LONG, 3, 1), final("counter", path=COUNTER_LONG, value=5)],
+    # Two successes saw the same post-value: a lost update.
+    "counter.int": [
+        *increments(COUNTER_INT, 3, 0, posts=[1, 2, 2]),
+        final("counter", path=COUNTER_INT, value=3),
+    ],
+    "counter.bounded": [
+        *op("w0:1", "bounded-counter", "add", 1, 2, args={"delta": 1}, post=COUNTER_BOUND + 1),
+        final("counter", path=COUNTER_BOUNDED, value=1),
+    ],
+    # w2 enters after w0 and w1 have passed and begun to leave: it passes alone.
+    "barrier.enter": [
+        *barrier_round(1, 0.0, ["w0", "w1", "w2"]),
+        *op("w0:e2", "barrier", "enter", 1.0, 1.5, args={"attempt": 2}),
+        *op("w1:e2", "barrier", "enter", 1.1, 1.5, args={"attempt": 2}),
+        *op("w0:l2", "barrier", "leave", 1.6, 1.7, args={"attempt": 2}),
+        *op("w1:l2", "barrier", "leave", 1.6, 1.7, args={"attempt": 2}),
+    ],
+    "queue.once": [
+        *puts("queue", ["a", "b"]),
+        *gets(["a", "a", "b"]),
+        final("queue", path=QUEUE, items=[]),
+    ],
+    "queue.vanish": [
+        *puts("queue", ["a", "b"]),
+        *gets(["a"]),
+        final("queue", path=QUEUE, items=[]),
+    ],
+    # The only take of "a" ended lost ("it goes back"), yet "a" is gone.
+    "aqueue.delivery": [
+        *puts("aqueue", ["a"]),
+        *takes("a", 1.0, 2.0, "fail", error="LockLostError", lost=True),
+        final("queue", path=AQUEUE, items=[]),
+    ],
+    "aqueue.taker": [
+        *puts("aqueue", ["a"]),
+        *takes("a", 1.0, 3.0),
+        *takes("a", 2.0, 2.5),
+        final("queue", path=AQUEUE, items=[]),
+    ],
+    # An acknowledged create is gone: ZooKeeper lost a write.
+    "zookeeper.durable": [
+        *op("w0:1", "witness", "create", 1.0, 1.1, node="n-0000000001"),
+        *op("w0:2", "witness", "create", 2.0, 2.1, node="n-0000000002"),
+        final("witness", nodes=["n-0000000001"]),
+    ],
+    "cache.converged": [
+        final("cache", worker="w0", equal=True, nodes=3),
+        final("cache", worker="w1", equal=False, missing=["/chaos/tree/a"], extra=[], stale=[]),
+    ],
+    "orphans.none": [final("orphans", paths={"/chaos/mutex": ["_c_x-lock-0000000001"]})],
+    "workers.none-hung": [
+        *op("w0:1", "mutex", "hold", 1.0, 46.0, "unknown", error="watchdog: still running"),
+        workers_end(),
+    ],
+    "processes.none-left": [processes(["pid 4242"])],
+}
+
+HELD: dict[str, list[Record]] = {
+    "mutex.store": [
+        write(1, "mutex", "a", 10, "begin"),
+        write(2, "mutex", "a", 10, "end"),
+        write(3, "mutex", "b", 12, "begin"),
+        write(4, "mutex", "c", 9, "end", accepted=False),
+        write(5, "mutex", "b", 12, "end"),
+    ],
+    "mutex.told": [
+        write(1, "mutex", "w0:1", 10, "begin"),
+        write(2, "mutex", "w1:1", 12, "begin"),
+        write(3, "mutex", "w0:1", 10, "end", accepted=False),
+        *hold("w0:1", "mutex", 1.0, 3.0, "fail", rejected=True, token=10),
+    ],
+    "mutex.holds": [
+        *hold("w0:1", "mutex", 1.0, 3.0),
+        *hold("w1:1", "mutex", 3.0, 4.0),
+        # Overlapping, but told of its loss: the limit fencing closes.
+        *hold("w2:1", "mutex", 1.5, 3.5, "fail"),
+    ],
+    "rwlock.store": [
+        write(1, "rwlock", "r1", 10, "begin", mode="read"),
+        write(2, "rwlock", "r2", 11, "begin", mode="read"),
+        write(3, "rwlock", "r1", 10, "end", mode="read"),
+        write(4, "rwlock", "r2", 11, "end", mode="read"),
+        write(5, "rwlock", "w", 12, "begin", mode="write"),
+        write(6, "rwlock", "w", 12, "end", mode="write"),
+    ],
+    "rwlock.told": [
+        write(1, "rwlock", "w0:1", 10, "end", accepted=False, mode="read"),
+        *hold("w0:1", "rwlock", 1.0, 3.0, "fail", kind="read", rejected=True),
+    ],
+    "rwlock.holds": [
+        *hold("w0:1", "rwlock", 1.0, 3.0, kind="read"),
+        *hold("w1:1", "rwlock", 2.0, 4.0, kind="read"),
+        *hold("w2:1", "rwlock", 4.0, 5.0, kind="write"),
+    ],
+    "semaphore.store": [
+        write(1, "semaphore", "a", 10, "begin"),
+        write(2, "semaphore", "b", 11, "begin"),
+        write(3, "semaphore", "c", 12, "begin", evicted=[10]),
+        write(4, "semaphore", "a", 10, "end", accepted=False),
+    ],
+    "semaphore.told": [*hold("w0:1", "semaphore", 1.0, 3.0, "fail", rejected=True)],
+    "semaphore.holds": [
+        *hold("w0:1", "semaphore", 1.0, 5.0),
+        *hold("w1:1", "semaphore", 2.0, 5.0),
+        *hold("w2:1", "semaphore", 5.0, 6.0),
+    ],
+    "leader.store": [
+        write(1, "leader", "a", 10, "begin"),
+        write(2, "leader", "a", 10, "end"),
+        write(3, "leader", "b", 12, "begin"),
+        write(4, "leader", "b", 12, "end"),
+    ],
+    "leader.told": [
+        write(1, "leader", "w0:1", 10, "begin", accepted=False),
+        *hold("w0:1", "leader", 1.0, 3.0, "fail", kind="term"),
+    ],
+    "leader.terms": [
+        *hold("w0:1", "leader", 1.0, 3.0, kind="term"),
+        *hold("w1:1", "leader", 3.1, 4.0, kind="term"),
+    ],
+    "counter.long": [*increments(COUNTER_LONG, 3, 2), final("counter", path=COUNTER_LONG, value=4)],
+    "counter.int": [*increments(COUNTER_INT, 3, 0), final("counter", path=COUNTER_INT, value=3)],
+    "counter.bounded": [
+        *op("w0:1", "bounded-counter", "add", 1, 2, args={"delta": 1}, post=1),
+        *op("w0:2", "bounded-counter", "add", 3, 4, args={"delta": 1}, post=2),
+        *op("w0:3", "bounded-counter", "add", 5, 6, "unknown", args={"delta": -1}),
+        *op("w0:4", "bounded-counter", "add", 7, 8, "fail", error="bound", args={"delta": 5}),
+        final("counter", path=COUNTER_BOUNDED, value=1),
+    ],
+    "barrier.enter": [
+        *barrier_round(1, 0.0, ["w0", "w1", "w2"]),
+        *barrier_round(2, 1.0, ["w2", "w0", "w1"]),
+        # A slow participant is told the barrier filled well after the others left:
+        # it was in, with them, from its start on.
+        *barrier_round(3, 2.0, ["w0", "w1", "w2"], passed_at=2.5),
+        *op("w0:e4", "barrier", "enter", 3.0, 3.5, "fail", error="timeout", args={"attempt": 4}),
+    ],
+    "queue.once": [
+        *puts("queue", ["a", "b", "c"]),
+        *puts("queue", ["d"], "unknown"),
+        *gets(["a", "b", "d"]),
+        final("queue", path=QUEUE, items=["c"]),
+    ],
+    "queue.vanish": [
+        *puts("queue", ["a", "b"]),
+        *gets(["a"]),
+        {"type": "note", "t": 5.0, "what": "queue-unknown-take", "queue": QUEUE, "path": "x"},
+        final("queue", path=QUEUE, items=[]),
+    ],
+    "aqueue.delivery": [
+        *puts("aqueue", ["a", "b", "c"]),
+        *takes("a", 1.0, 2.0, "fail", error="LockLostError", lost=True),
+        *takes("a", 3.0, 4.0),
+        *takes("b", 1.0, 2.0, "unknown"),
+        final("queue", path=AQUEUE, items=["c"]),
+    ],
+    "aqueue.taker": [
+        *puts("aqueue", ["a"]),
+        # A paused taker lost the item (and was told) while another took it.
+        *takes("a", 1.0, 3.0, "fail", error="LockLostError", lost=True),
+        *takes("a", 2.0, 2.5),
+        final("queue", path=AQUEUE, items=[]),
+    ],
+    "zookeeper.durable": [
+        *op("w0:1", "witness", "create", 1.0, 1.1, node="n-0000000001"),
+        *op("w0:2", "witness", "create", 2.0, 2.1, "unknown"),
+        final("witness", nodes=["n-0000000001", "n-0000000003"]),
+    ],
+    "cache.converged": [
+        final("cache", worker="w0", equal=True, nodes=3),
+        final("cache", worker="w1", equal=True, nodes=3),
+    ],
+    "orphans.none": [final("orphans", paths={"/chaos/mutex": [], "/chaos/barrier": []})],
+    "workers.none-hung": [*op("w0:1", "mutex", "hold", 1.0, 2.0), workers_end()],
+    "processes.none-left": [processes([])],
+}
+
+NAMES = [check.name for check in CHECKS]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_checker_fails_a_history_that_breaks_its_invariant(name: str) -> None:
+    assert name in BROKEN, f"no history breaks {name}: add one"
+    result = verdict(name, BROKEN[name])
+    assert not result.passed, result
+    assert result.problems
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_checker_passes_a_history_that_keeps_its_invariant(name: str) -> None:
+    assert name in HELD, f"no history keeps {name}: add one"
+    result = verdict(name, HELD[name])
+    assert result.passed, result.problems
+    assert result.checked > 0
+
+
+def test_a_lower_counter_value_than_the_successes_fails() -> None:
+    result = verdict(
+        "counter.long",
+        [*increments(COUNTER_LONG, 3, 0), final("counter", path=COUNTER_LONG, value=2)],
+    )
+    assert not result.passed
+
+
+def test_a_missing_final_value_fails_rather_than_passes() -> None:
+    assert not verdict("counter.long", increments(COUNTER_LONG, 1, 0)).passed
+    assert not verdict("queue.vanish", puts("queue", ["a"])).passed
+
+
+def test_a_token_used_by_two_holders_fails() -> None:
+    result = verdict(
+        "mutex.store", [write(1, "mutex", "a", 10, "begin"), write(2, "mutex", "b", 10, "begin")]
+    )
+    assert any("two holders" in p for p in result.problems)
+
+
+def test_an_item_whose_put_failed_must_not_be_taken() -> None:
+    result = verdict(
+        "queue.once",
+        [*puts("queue", ["a"], "fail"), *gets(["a"]), final("queue", path=QUEUE, items=[])],
+    )
+    assert not result.passed
+
+
+def test_a_committed_item_left_in_the_queue_fails() -> None:
+    result = verdict(
+        "aqueue.delivery",
+        [*puts("aqueue", ["a"]), *takes("a", 1.0, 2.0), final("queue", path=AQUEUE, items=["a"])],
+    )
+    assert not result.passed
+
+
+def test_a_worker_killed_at_stop_fails_the_hang_check() -> None:
+    assert not verdict("workers.none-hung", [workers_end(w1="did not stop: killed")]).passed
+
+
+def test_a_checker_that_crashes_fails() -> None:
+    broken_record = write(1, "mutex", "a", 10, "begin")
+    del broken_record["token"]
+    assert not verdict("mutex.store", [broken_record]).passed
+
+
+def test_a_check_without_anything_to_look_at_is_a_gap() -> None:
+    result = verdict("mutex.told", [])
+    assert result.passed and result.checked == 0
+
+
+# --- the fenced store ----------------------------------------------------------------------
+
+
+def _store() -> tuple[FencedStore, list[Record]]:
+    records: list[Record] = []
+    return FencedStore(records.append), records
+
+
+def _write(store: FencedStore, **request: Any) -> bool:
+    request.setdefault("holder", "h")
+    request.setdefault("op", "o")
+    return bool(asyncio.run(store.write(request))["ok"])
+
+
+def test_the_store_turns_away_a_token_below_the_highest_accepted() -> None:
+    store, records = _store()
+    mutex = {"resource": "m", "kind": "exclusive"}
+    assert _write(store, **mutex, token=10, action="begin")
+    assert _write(store, **mutex, token=12, action="begin")
+    assert not _write(store, **mutex, token=10, action="end")
+    assert _write(store, **mutex, token=12, action="end")
+    assert [r["accepted"] for r in records] == [True, True, False, True]
+    assert [r["serial"] for r in records] == [1, 2, 3, 4]
+
+
+def test_the_store_lets_readers_share_and_fences_them_from_writers() -> None:
+    store, _records = _store()
+    rw = {"resource": "rw", "kind": "rw"}
+    assert _write(store, **rw, token=10, action="begin", mode="read")
+    assert _write(store, **rw, token=11, action="begin", mode="read")
+    assert _write(store, **rw, token=10, action="end", mode="read")
+    assert _write(store, **rw, token=13, action="begin", mode="write")
+    assert not _write(store, **rw, token=11, action="end", mode="read")
+    assert not _write(store, **rw, token=12, action="begin", mode="write")
+
+
+def test_the_store_evicts_a_lease_holder_whose_node_is_gone() -> None:
+    store, records = _store()
+
+    async def validate(leases: list[tuple[int, str]]) -> set[int]:
+        return {token for token, _node in leases if token != 10}
+
+    store.validate = validate
+    sem = {"resource": "s", "kind": "semaphore", "limit": 2}
+    assert _write(store, **sem, token=10, action="begin", node="/s/leases/lease-1")
+    assert _write(store, **sem, token=11, action="begin", node="/s/leases/lease-2")
+    assert _write(store, **sem, token=12, action="begin", node="/s/leases/lease-3")
+    assert records[-1]["evicted"] == [10] and "over_limit" not in records[-1]
+    assert not _write(store, **sem, token=10, action="end")
+    assert _write(store, **sem, token=11, action="end")
+
+
+def test_the_store_records_one_lease_too_many_when_every_node_is_there() -> None:
+    store, records = _store()
+
+    async def validate(leases: list[tuple[int, str]]) -> set[int]:
+        return {token for token, _node in leases}
+
+    store.validate = validate
+    sem = {"resource": "semaphore", "kind": "semaphore", "limit": 1}
+    assert _write(store, **sem, token=10, action="begin", node="/s/leases/lease-1")
+    assert _write(store, **sem, token=11, action="begin", node="/s/leases/lease-2")
+    assert records[-1]["over_limit"] == [10]
+    history = build_history(records)
+    check = next(c for c in CHECKS if c.name == "semaphore.store")
+    assert not run_checks(history, [check])[0].passed
+
+
+def test_the_store_refuses_a_malformed_request() -> None:
+    store, _records = _store()
+    with pytest.raises(ValueError):
+        _write(store, resource="m", kind="exclusive", token=1, action="write")
+
+
+# --- the schedule -------------------------------------------------------------------------------
+
+
+def test_the_schedule_is_the_same_for_the_same_seed() -> None:
+    assert schedule(5, 180, 4.0) == schedule(5, 180, 4.0)
+    assert schedule(5, 180, 4.0) != schedule(6, 180, 4.0)
+
+
+def test_a_short_run_injects_every_kind_of_fault_in_time() -> None:
+    faults = schedule(5, 38, 4.0)
+    assert {f.kind for f in faults} == set(FAULT_KINDS)
+    assert all(f.at + f.length <= 38 for f in faults)
+    assert all(b.at >= a.at + a.length for a, b in itertools.pairwise(faults))
+
+
+def test_the_store_turns_away_a_newcomer_whose_lease_node_is_gone() -> None:
+    store, records = _store()
+
+    async def validate(leases: list[tuple[int, str]]) -> set[int]:
+        return {token for token, _node in leases if token != 9}
+
+    store.validate = validate
+    sem = {"resource": "semaphore", "kind": "semaphore", "limit": 2}
+    assert _write(store, **sem, token=10, action="begin", node="/s/leases/lease-2")
+    assert _write(store, **sem, token=11, action="begin", node="/s/leases/lease-3")
+    # A holder paused since its grant comes in late: it, not the others, is out.
+    assert not _write(store, **sem, token=9, action="begin", node="/s/leases/lease-1")
+    assert records[-1]["evicted"] == [9] and "over_limit" not in records[-1]
+    assert _write(store, **sem, token=10, action="end")
+
+
+async def test_a_store_exchange_cut_short_does_not_answer_the_next_request() -> None:
+    released = asyncio.Event()
+
+    async def slow(leases: list[tuple[int, str]]) -> set[int]:
+        await released.wait()
+        return {token for token, _node in leases}
+
+    store, _records = _store()
+    store.validate = slow
+    server = StoreServer(store)
+    await server.start()
+    client = StoreClient(server.port, "h")
+    try:
+        sem: dict[str, Any] = {"limit": 1, "op": "o", "node": "/n"}
+        assert (await client.write("semaphore", "semaphore", 1, "begin", **sem))[0]
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.2):  # a holder's block cancelled mid-write
+                await client.write("semaphore", "semaphore", 2, "begin", **sem)
+        released.set()
+        accepted, reason = await client.write("mutex", "exclusive", 5, "begin", op="p")
+        assert (accepted, reason) == (True, "")
+        assert not (await client.write("mutex", "exclusive", 4, "end", op="p"))[0]
+    finally:
+        client.close()
+        await server.close()
+
+
+def test_a_holder_paused_past_its_session_is_left_to_the_fenced_store() -> None:
+    # w1 finished its writes, was paused, and thought it led until it woke up:
+    # a limit of any recipe (nobody can tell a paused process), not a violation.
+    pause = {"type": "fault", "t": 2.0, "end": 8.0, "kind": "pause-worker", "worker": "w1"}
+    records = [
+        *hold("w1:1", "leader", 1.0, 8.0, kind="term"),
+        *hold("w2:1", "leader", 6.0, 6.5, kind="term"),
+        pause,
+    ]
+    result = verdict("leader.terms", records)
+    assert result.passed, result.problems
+    assert result.counts["excused (session policy or paused)"] == 1
+    assert not verdict("leader.terms", records[:-1]).passed
+
+
+def test_a_session_policy_holder_is_left_to_the_fenced_store() -> None:
+    records = [
+        *hold("w1:1", "mutex", 1.0, 8.0, args={"policy": "session"}),
+        *hold("w2:1", "mutex", 6.0, 6.5, args={"policy": "standard"}),
+    ]
+    assert verdict("mutex.holds", records).passed
