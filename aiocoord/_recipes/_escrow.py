@@ -56,9 +56,9 @@ import asyncio
 import random
 import struct
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import anyio
 
@@ -284,6 +284,26 @@ class _Lost(Exception):
         self.requests = requests
 
 
+W = TypeVar("W")
+
+
+async def _unless_conflict(
+    write: Callable[[], Awaitable[W]], path: str, requests: Sequence[_AddRequest]
+) -> W | None:
+    """``write()``'s result, or None if nothing was applied (a conflict, or a
+    request that never left); _Lost if its reply was lost after it was sent."""
+    try:
+        return await write()
+    except (BadVersionError, NoNodeError, SessionExpiredError):
+        return None
+    except NoConnectionError:
+        raise
+    except ConnectionLossError as error:
+        if error.sent:
+            raise _Lost(path, requests) from error
+        return None
+
+
 # --- the engine: one per counter and client --------------------------------------------
 
 
@@ -462,35 +482,19 @@ class _Escrow(_AddQueue):
         """Set one shard's count at the version seen; None on a conflict (nothing applied)."""
         path = self.paths[shard]
         self._known[shard] = None
-        try:
-            stat = await self._client.set(
-                path, _SHARD.pack(count, seen.quota), version=seen.version
-            )
-        except (BadVersionError, NoNodeError, SessionExpiredError):
-            return None
-        except NoConnectionError:
-            raise
-        except ConnectionLossError as error:
-            if error.sent:
-                raise _Lost(path, batch) from error
-            return None
-        self._known[shard] = _Seen(count, seen.quota, stat.version, stat.mzxid)
+        data = _SHARD.pack(count, seen.quota)
+        stat = await _unless_conflict(
+            lambda: self._client.set(path, data, version=seen.version), path, batch
+        )
+        if stat is not None:
+            self._known[shard] = _Seen(count, seen.quota, stat.version, stat.mzxid)
         return stat
 
     async def _commit(
         self, transaction: Transaction, path: str, granted: Sequence[_AddRequest]
     ) -> list[str | Stat | None] | None:
         """Commit: the results, or None on a conflict (nothing applied)."""
-        try:
-            return await transaction.commit()
-        except (BadVersionError, NoNodeError, SessionExpiredError):
-            return None
-        except NoConnectionError:
-            raise
-        except ConnectionLossError as error:
-            if error.sent:
-                raise _Lost(path, granted) from error
-            return None
+        return await _unless_conflict(transaction.commit, path, granted)
 
     # --- one batch
 

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 from _curator import finish, read_line, send_line, start_curator
+from _waiting import waiting
 
 import aiocoord
 from aiocoord import Codec, DelayQueue, IdQueue, PriorityQueue, QueueEmptyError
@@ -119,23 +120,6 @@ async def curator(
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-
-
-async def settle(client: aiocoord.Client) -> None:
-    """Let every event already sent to ``client`` be handled (a few round trips)."""
-    for _ in range(3):
-        await client.sync()
-        for _ in range(5):
-            await asyncio.sleep(0)
-
-
-async def waiting(client: aiocoord.Client, watches: int = 1) -> None:
-    """Return once ``client`` has ``watches`` watches pending: its consumers wait."""
-    for _ in range(100):
-        if client.pending_watches >= watches:
-            return
-        await settle(client)
-    raise AssertionError(f"no consumer of {client!r} is waiting on a watch")
 
 
 async def children_become(client: aiocoord.Client, path: str, names: list[str]) -> None:

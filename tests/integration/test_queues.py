@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from _curator import finish, start_curator, together
+from _waiting import settle, waiting
 
 import aiocoord
 from aiocoord import (
@@ -46,25 +47,6 @@ pytestmark = pytest.mark.timeout(60)
 
 WAIT = 10.0
 """Bound on every wait for something that should happen at once (the server is local)."""
-
-
-async def settle(*clients: aiocoord.Client) -> None:
-    """Let every event already sent to these clients be handled, and the requests it
-    prompted be answered (a round trip on each, a few times over)."""
-    for _ in range(3):
-        for client in clients:
-            await client.sync()
-        for _ in range(5):
-            await asyncio.sleep(0)
-
-
-async def waiting(client: aiocoord.Client, watches: int = 1) -> None:
-    """Return once ``client`` has ``watches`` watches pending: its consumers wait."""
-    for _ in range(100):
-        if client.pending_watches >= watches:
-            return
-        await settle(client)
-    raise AssertionError(f"no consumer of {client!r} is waiting on a watch")
 
 
 async def raw_items(client: aiocoord.Client, path: str) -> list[str]:

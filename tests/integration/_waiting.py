@@ -1,0 +1,26 @@
+"""Waiting, without sleeping, until clients have handled what the server sent them."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiocoord
+
+
+async def settle(*clients: aiocoord.Client) -> None:
+    """Let every event already sent to these clients be handled, and the requests it
+    prompted be answered (a round trip on each, a few times over)."""
+    for _ in range(3):
+        for client in clients:
+            await client.sync()
+        for _ in range(5):
+            await asyncio.sleep(0)
+
+
+async def waiting(client: aiocoord.Client, watches: int = 1) -> None:
+    """Return once ``client`` has ``watches`` watches pending: its consumers wait."""
+    for _ in range(100):
+        if client.pending_watches >= watches:
+            return
+        await settle(client)
+    raise AssertionError(f"no consumer of {client!r} is waiting on a watch")
