@@ -536,11 +536,18 @@ class SessionEngine:
             return conn
         if isinstance(limit, _Default):
             limit = _override.get(self._request_timeout)
+        lost_before = self._session_lost
         try:
             async with asyncio.timeout(limit):
                 return await self._wait_for_connection()
         except TimeoutError:
             assert limit is not None
+            # The default limit is one session timeout, which is also when the
+            # session is lost by the client's clock: whichever timer the loop
+            # runs first, a session that is over by now is the answer.
+            self._check_client_side_expiry()
+            if self._session_lost and not lost_before:
+                raise SessionExpiredError("ZooKeeper session expired") from None
             failure = self._last_failure
             if failure is None:
                 raise NoConnectionError(limit) from None
