@@ -40,13 +40,13 @@ from aiocoord import (
     CoordinationError,
     DoubleBarrier,
     LeaderElection,
-    LeadershipLostError,
     LockLostError,
     Mutex,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
     OutcomeUnknownError,
+    OwnershipError,
     PromotedToLock,
     Queue,
     QueueEmptyError,
@@ -126,6 +126,11 @@ class Outcome:
     status: Status
     error: str | None = None
     value: dict[str, Any] = field(default_factory=dict)
+
+
+_Step = tuple[str, str, Callable[[str], Awaitable[Outcome]]]
+"""One step of a holder loop: recipe, operation, and the body run under the watchdog."""
+_Pick = Callable[[random.Random, StoreClient], _Step]
 
 
 @dataclass(slots=True)
@@ -321,27 +326,29 @@ class Worker:
                 await wait_lost()
                 section.told_after = time.monotonic() - started
 
-    async def hold_lock(
+    async def hold_fenced(
         self,
         op_id: str,
-        lock: Mutex,
+        holding: contextlib.AbstractAsyncContextManager[object],
+        holder: Mutex | LeaderElection,
         resource: str,
         kind: Kind,
         store: StoreClient,
         rng: random.Random,
         mode: str | None = None,
     ) -> Outcome:
-        """Hold a Mutex (or one side of a ReadWriteLock) and write under it."""
+        """Hold a Mutex (or one side of a ReadWriteLock), or lead an election, and
+        write under it with its fencing token."""
         section = _Section()
         try:
-            async with lock.hold(timeout=ACQUIRE_TIMEOUT):
+            async with holding:
                 section.t_acq = self.now()
-                section.token = lock.fencing_token
+                section.token = holder.fencing_token
                 await self.fenced(
-                    store, op_id, section, resource, kind, lock.wait_lost, rng, mode=mode
+                    store, op_id, section, resource, kind, holder.wait_lost, rng, mode=mode
                 )
                 section.t_rel = self.now()
-        except LockLostError as error:
+        except OwnershipError as error:  # LockLostError, LeadershipLostError
             return Outcome("fail", _name(error), section.value(lost=True, mode=mode))
         except CoordinationError as error:
             if section.t_acq is None:  # never held: nothing to judge
@@ -349,82 +356,85 @@ class Worker:
             return Outcome("unknown", _name(error), section.value(lost=False, mode=mode))
         return Outcome("ok", None, section.value(lost=False, mode=mode))
 
-    async def mutex_loop(self, driver: str, client: aiocoord.Client) -> None:
-        lock = Mutex(client, MUTEX, data=f"{self.name}/{driver}".encode())
+    async def fenced_loop(
+        self, driver: str, client: aiocoord.Client, pause: float, pick: _Pick
+    ) -> None:
+        """Drive one holder recipe forever on this driver's store connection:
+        ``pick`` says what each step is (recipe, operation) and runs it."""
         store = self.store(driver)
 
         async def step(rng: random.Random) -> None:
-            await self.op(
-                "mutex",
-                "hold",
-                lambda op_id: self.hold_lock(op_id, lock, "mutex", "exclusive", store, rng),
-                driver=driver,
-                policy=_policy(client),
-            )
+            recipe, kind, body = pick(rng, store)
+            await self.op(recipe, kind, body, driver=driver, policy=_policy(client))
 
         try:
-            await self.forever(driver, step, 0.3)
+            await self.forever(driver, step, pause)
         finally:
             store.close()
+
+    async def mutex_loop(self, driver: str, client: aiocoord.Client) -> None:
+        lock = Mutex(client, MUTEX, data=f"{self.name}/{driver}".encode())
+
+        def pick(rng: random.Random, store: StoreClient) -> _Step:
+            return (
+                "mutex",
+                "hold",
+                lambda op_id: self.hold_fenced(
+                    op_id,
+                    lock.hold(timeout=ACQUIRE_TIMEOUT),
+                    lock,
+                    "mutex",
+                    "exclusive",
+                    store,
+                    rng,
+                ),
+            )
+
+        await self.fenced_loop(driver, client, 0.3, pick)
 
     async def rw_loop(self, driver: str, client: aiocoord.Client) -> None:
         rw = ReadWriteLock(client, RWLOCK, data=f"{self.name}/{driver}".encode())
-        store = self.store(driver)
 
-        async def step(rng: random.Random) -> None:
+        def pick(rng: random.Random, store: StoreClient) -> _Step:
             write = rng.random() < 0.35
             lock = rw.write_lock if write else rw.read_lock
             mode = "write" if write else "read"
-            await self.op(
+            return (
                 "rwlock",
                 mode,
-                lambda op_id: self.hold_lock(op_id, lock, "rwlock", "rw", store, rng, mode),
-                driver=driver,
-                policy=_policy(client),
+                lambda op_id: self.hold_fenced(
+                    op_id,
+                    lock.hold(timeout=ACQUIRE_TIMEOUT),
+                    lock,
+                    "rwlock",
+                    "rw",
+                    store,
+                    rng,
+                    mode,
+                ),
             )
 
-        try:
-            await self.forever(driver, step, 0.3)
-        finally:
-            store.close()
-
-    async def hold_leadership(
-        self, op_id: str, election: LeaderElection, store: StoreClient, rng: random.Random
-    ) -> Outcome:
-        section = _Section()
-        try:
-            async with election.leadership(timeout=ACQUIRE_TIMEOUT):
-                section.t_acq = self.now()
-                section.token = election.fencing_token
-                await self.fenced(
-                    store, op_id, section, "leader", "exclusive", election.wait_lost, rng
-                )
-                section.t_rel = self.now()
-        except LeadershipLostError as error:
-            return Outcome("fail", _name(error), section.value(lost=True))
-        except CoordinationError as error:
-            if section.t_acq is None:
-                return Outcome("fail", _name(error), section.value(lost=False))
-            return Outcome("unknown", _name(error), section.value(lost=False))
-        return Outcome("ok", None, section.value(lost=False))
+        await self.fenced_loop(driver, client, 0.3, pick)
 
     async def leader_loop(self, driver: str, client: aiocoord.Client) -> None:
         election = LeaderElection(client, LEADER, f"{self.name}/{driver}")
-        store = self.store(driver)
 
-        async def step(rng: random.Random) -> None:
-            await self.op(
+        def pick(rng: random.Random, store: StoreClient) -> _Step:
+            return (
                 "leader",
                 "term",
-                lambda op_id: self.hold_leadership(op_id, election, store, rng),
-                driver=driver,
-                policy=_policy(client),
+                lambda op_id: self.hold_fenced(
+                    op_id,
+                    election.leadership(timeout=ACQUIRE_TIMEOUT),
+                    election,
+                    "leader",
+                    "exclusive",
+                    store,
+                    rng,
+                ),
             )
 
-        try:
-            await self.forever(driver, step, 0.4)
-        finally:
-            store.close()
+        await self.fenced_loop(driver, client, 0.4, pick)
 
     async def hold_lease(
         self,
@@ -495,21 +505,15 @@ class Worker:
         semaphore = Semaphore(
             client, SEMAPHORE, SEMAPHORE_LEASES, data=f"{self.name}/{driver}".encode()
         )
-        store = self.store(driver)
 
-        async def step(rng: random.Random) -> None:
-            await self.op(
+        def pick(rng: random.Random, store: StoreClient) -> _Step:
+            return (
                 "semaphore",
                 "lease",
                 lambda op_id: self.hold_lease(op_id, semaphore, client, store, rng),
-                driver=driver,
-                policy=_policy(client),
             )
 
-        try:
-            await self.forever(driver, step, 0.3)
-        finally:
-            store.close()
+        await self.fenced_loop(driver, client, 0.3, pick)
 
     # --- counters ---------------------------------------------------------------------------
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import anyio
 
 from .._session import Client, ConnectionState, ErrorPolicy
 
-__all__ = ["Hold", "LossMonitor", "native_cancel_pending"]
+__all__ = ["Hold", "LossMonitor", "exit_loss_scope", "native_cancel_pending"]
 
 log = logging.getLogger("aiocoord")
 
@@ -32,6 +33,17 @@ def native_cancel_pending() -> bool:
     """
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
+
+
+def exit_loss_scope(scope: anyio.CancelScope, exc_type: Any, exc: Any, tb: Any) -> bool:
+    """Exit the cancel scope a hold's block runs in; True if it swallowed the
+    cancellation a loss caused (the caller then reports the loss).
+
+    False when it took a native cancellation for the loss's (see
+    :func:`native_cancel_pending`): the block's CancelledError then propagates
+    from the caller's ``__aexit__``, which returns None.
+    """
+    return bool(scope.__exit__(exc_type, exc, tb)) and not native_cancel_pending()
 
 
 class Hold:

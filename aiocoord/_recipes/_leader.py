@@ -47,7 +47,7 @@ from .._session import (
 )
 from .._types import ACL, EventType
 from ._contenders import LOCK_NAME, Contender, mutex_rule, recipe_path, sort_contenders
-from ._holding import Hold, LossMonitor, native_cancel_pending
+from ._holding import Hold, LossMonitor, exit_loss_scope, native_cancel_pending
 from ._lock import default_node_data
 
 __all__ = ["Candidate", "LeaderElection", "LeaderLatch"]
@@ -611,7 +611,7 @@ class _Leadership:
             self._stopping = True
             # Leave the scope before any await: a loss keeps cancelling inside it.
             hold.remove_scope(scope)
-            suppress = bool(scope.__exit__(exc_type, exc, tb))
+            suppress = exit_loss_scope(scope, exc_type, exc, tb)
             # Judge the term before our own delete can look like a loss; the
             # watcher is told to stop first and reaped after the delete, which
             # goes out without waiting for it (the next leader waits on that).
@@ -626,8 +626,6 @@ class _Leadership:
                 cancelled = await _stop(watcher)
             if cancelled is not None:
                 raise cancelled
-            if suppress and native_cancel_pending():
-                raise asyncio.CancelledError  # a cancellation the scope took for the loss's
             if lost and (exc_type is None or suppress):
                 raise LeadershipLostError(election.path, reason)
             assert not suppress, "a term's scope is cancelled only by a loss"

@@ -50,6 +50,7 @@ from ._contenders import (
     recipe_path,
     sort_contenders,
 )
+from ._holding import exit_loss_scope
 
 __all__ = ["Lease", "LeaseHold"]
 
@@ -380,7 +381,7 @@ class LeaseHold:
                 await keeper
         suppress = False
         if self._scope is not None:
-            suppress = bool(self._scope.__exit__(exc_type, exc, tb))
+            suppress = exit_loss_scope(self._scope, exc_type, exc, tb)
         lost = self._lost or not self._lease.is_held
         await self._lease.release()
         if lost and (exc_type is None or suppress):

@@ -45,7 +45,7 @@ from ._contenders import (
     sequence_key,
     sort_contenders,
 )
-from ._holding import Hold, LossMonitor, native_cancel_pending
+from ._holding import Hold, LossMonitor, exit_loss_scope
 
 __all__ = [
     "FencedTransaction",
@@ -144,10 +144,8 @@ class HoldContext:
         suppress = False
         if self._scope is not None:
             hold.remove_scope(self._scope)
-            suppress = bool(self._scope.__exit__(exc_type, exc, tb))
+            suppress = exit_loss_scope(self._scope, exc_type, exc, tb)
         await self._lock.release()
-        if suppress and native_cancel_pending():
-            raise asyncio.CancelledError  # a cancellation the scope took for the loss's
         if hold.lost and (exc_type is None or suppress):
             raise LockLostError(self._lock.path, hold.reason)
         assert not suppress, "a hold's scope is cancelled only by a loss"

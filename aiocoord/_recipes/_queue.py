@@ -95,7 +95,7 @@ from .._session import (
 )
 from .._types import ACL, Codec, Stat
 from ._contenders import recipe_path
-from ._holding import Hold, LossMonitor, native_cancel_pending
+from ._holding import Hold, LossMonitor, exit_loss_scope
 from ._lock import default_node_data
 
 __all__ = [
@@ -1400,7 +1400,7 @@ class QueueTake(Generic[T]):
         try:
             if self._scope is not None:
                 hold.remove_scope(self._scope)
-                suppress = bool(self._scope.__exit__(exc_type, exc, tb))
+                suppress = exit_loss_scope(self._scope, exc_type, exc, tb)
                 self._scope = None
             queue._monitor.discard(hold)
             if exc_type is None and not hold.lost:
@@ -1413,8 +1413,6 @@ class QueueTake(Generic[T]):
                 await run_cleanup(queue._client, release)
         finally:
             self._got = None
-        if suppress and native_cancel_pending():
-            raise asyncio.CancelledError  # a cancellation the scope took for the loss's
         if hold.lost and (exc_type is None or suppress):
             raise LockLostError(got.path, hold.reason)
         assert not suppress, "the scope is cancelled only by a loss"
