@@ -141,6 +141,14 @@ def leave_decision(children: Collection[str], me: str) -> LeaveDecision:
     return LeaveDecision(False, delete_me=True, watch=lowest)
 
 
+class _LateForRound(Exception):
+    """Our node was made after the ``ready`` of a round that is still under way."""
+
+    def __init__(self, ready_czxid: int) -> None:
+        super().__init__(ready_czxid)
+        self.ready_czxid = ready_czxid
+
+
 # --- time -------------------------------------------------------------------
 
 
@@ -281,6 +289,10 @@ class DoubleBarrier:
     A participant whose session ends, or whose client closes, counts as gone:
     the others' enter stops counting it, and their leave sees it as left.
 
+    Rounds follow one another: a participant arriving after the round under
+    way filled waits, without a node, for it to end, then fills the next
+    (Curator's would pass with the round inside).
+
     ``acl`` (default: the client's ``default_acl``) is the ACL of every node
     the barrier makes: participants, ``ready``, and missing parents.
     """
@@ -304,6 +316,8 @@ class DoubleBarrier:
         self._node: str | None = None
         self._owner = 0
         """The session that owns our node."""
+        self._czxid = 0
+        """The zxid that made our node: a ``ready`` older than it is another round's."""
         self._entered = False
         self._busy: str | None = None
 
@@ -370,13 +384,7 @@ class DoubleBarrier:
             )
         self._start("entering")
         try:
-            # A fresh name per attempt: a node an earlier attempt could not
-            # delete (ZooKeeper out of reach) is never mistaken for this one.
-            self._node = _paths.join(self.path, str(uuid.uuid4()))
-            self._owner = 0
-            entered = await self._guarded(
-                self._enter_phase(self._node, _Deadline(timeout)), "entering"
-            )
+            entered = await self._guarded(self._enter_phase(_Deadline(timeout)), "entering")
             if not entered:
                 await self._discard()
             self._entered = entered
@@ -494,6 +502,7 @@ class DoubleBarrier:
             self._check_owner()
             # With ``ready`` there, the listing tells whether its round is ours.
             if (stat is not None or names is None) and await self._decide(node, await self._list()):
+                watch.cancel()
                 return True, None
         except BaseException:
             watch.cancel()
@@ -501,17 +510,27 @@ class DoubleBarrier:
         return False, watch
 
     async def _decide(self, node: str, names: list[str]) -> bool:
-        """Pass (creating ``ready`` if we saw the barrier fill) or not, on ``names``."""
+        """Pass (creating ``ready`` if we saw the barrier fill) or not, on ``names``.
+
+        _LateForRound if ``ready`` belongs to a round that filled before our
+        node was made.
+        """
         self._check(names, _paths.basename(node))
-        if READY_NODE in names and await self._clear_stale_ready(names):
+        if READY_NODE in names:
+            ready = await self._live_ready(names)
+            if ready is not None:
+                if ready.czxid < self._czxid:
+                    raise _LateForRound(ready.czxid)
+                return True
             names = [name for name in names if name != READY_NODE]
         decision = enter_decision(names, self.members)
         if decision.create_ready:
             await self._create_ready(node)
         return decision.passed
 
-    async def _clear_stale_ready(self, names: list[str]) -> bool:
-        """Delete a ``ready`` left by a round that is over; True if it was one.
+    async def _live_ready(self, names: list[str]) -> Stat | None:
+        """The ``ready`` node of a round still under way; None if there is none
+        (gone, or left by a round that is over, which is deleted here).
 
         ``ready`` is made after every node of its round, and its round's last
         leaver deletes it; while any of that round is still here (a slow
@@ -528,23 +547,76 @@ class DoubleBarrier:
             pipeline.exists(_paths.join(self.path, name))
         ready, *stats = await retry_on_connection_loss(client, pipeline.execute)
         if not isinstance(ready, Stat):
-            return True  # gone meanwhile: the listing minus ready is the truth
+            return None  # gone meanwhile: the listing minus ready is the truth
         if any(isinstance(stat, Stat) and stat.czxid < ready.czxid for stat in stats):
-            return False
+            return ready
         with contextlib.suppress(NoNodeError, BadVersionError):
             await retry_on_connection_loss(
                 client, lambda: client.delete(self._ready, version=ready.version)
             )
         log.info("double barrier %r: removed a ready node its round left behind", self.path)
-        return True
+        return None
 
-    async def _enter_phase(self, node: str, deadline: _Deadline) -> bool:
+    async def _enter_phase(self, deadline: _Deadline) -> bool:
+        while True:
+            # A fresh name per node: one an earlier attempt could not delete
+            # (ZooKeeper out of reach) is never mistaken for this one.
+            node = self._node = _paths.join(self.path, str(uuid.uuid4()))
+            self._owner = self._czxid = 0
+            try:
+                return await self._enter_round(node, deadline)
+            except _LateForRound as late:
+                if not await self._sit_out(node, late.ready_czxid, deadline):
+                    return False
+
+    async def _sit_out(self, node: str, ready_czxid: int, deadline: _Deadline) -> bool:
+        """Wait, without a node, for the round that filled before our node was
+        made to end; False if the deadline passed first.
+
+        Keeping our node would make that round's leavers (Curator's too) wait
+        for us, while we wait for them to go: we take it away and come back
+        once the round's ``ready`` is gone. Someone in the next round may have
+        counted our node in the moment before we took it away; for them we are
+        like a participant that gave up after being counted.
+        """
+        client = self._client
+        with contextlib.suppress(SessionExpiredError):
+            await delete_quietly(client, node)
+        self._node = None
+        while True:
+            watch: Watch | None = None
+            try:
+                with anyio.move_on_after(deadline.remaining()) as scope:
+                    try:
+                        names, _stat, armed = await retry_on_connection_loss(
+                            client, functools.partial(client.watch_children, self.path)
+                        )
+                    except NoNodeError:
+                        return True  # the container went with the round's last node
+                    watch = armed
+                    if READY_NODE not in names:
+                        return True
+                    # Watching the children, not just ``ready``: if the round's
+                    # participants all die, only a look at them removes its ready.
+                    ready = await self._live_ready(names)
+                    if ready is None or ready.czxid != ready_czxid:
+                        return True
+                    await armed
+                if scope.cancelled_caught:
+                    return False
+            except SessionExpiredError:
+                continue  # we have no node to lose: look again in the new session
+            finally:
+                if watch is not None:
+                    watch.cancel()
+
+    async def _enter_round(self, node: str, deadline: _Deadline) -> bool:
         client = self._client
         watch: Watch | None = None
         try:
             with anyio.move_on_after(_first_look(client, deadline)) as scope:
                 stat, names = await self._create_and_list(node)
-                self._owner = stat.ephemeral_owner
+                self._owner, self._czxid = stat.ephemeral_owner, stat.czxid
                 passed, watch = await self._look(node, names)
             if scope.cancelled_caught:
                 return False

@@ -414,27 +414,21 @@ async def test_a_timed_leave_returns_false_in_time_while_the_connection_is_lost(
 # --- PR #416: enter's and leave's watches are separate -----------------------------------
 
 
-async def test_a_leftover_enter_watch_firing_during_leave_changes_nothing(
-    started, children_of
-) -> None:
-    a, b, c, d = await started(4)
-    y, z = DoubleBarrier(b, "/w", 2), DoubleBarrier(c, "/w", 2)
-    await asyncio.gather(y.enter(), z.enter())
-    # A late participant passes on `ready` at its first look: the child watch
-    # that look set stays armed on the server (no child has changed since) while
-    # it leaves. (The server's wchc lists data watches only, so this cannot be
-    # shown from there.)
-    x = DoubleBarrier(a, "/w", 2)
-    assert await x.enter(timeout=5)
+async def test_child_changes_during_leave_let_nobody_out_early(started, children_of) -> None:
+    """Enter's watches are its own (Curator's shared one woke leave, PR #416): changes
+    under the barrier while a participant leaves wake it at most to look again."""
+    a, b, d = await started(3)
+    x, y = DoubleBarrier(a, "/w", 2), DoubleBarrier(b, "/w", 2)
+    assert await asyncio.gather(x.enter(), y.enter()) == [True, True]
     leaving = asyncio.create_task(x.leave())
     await settle(a)
-    # Fire it (if x's own leave did not already): child changes under the
-    # barrier, nobody leaving.
     await d.delete("/w/ready")
     await d.create("/w/ready")
+    await d.create("/w/stranger", ephemeral=True)
+    await d.delete("/w/stranger")
     await settle(a)
     assert not leaving.done()
-    assert all(await asyncio.gather(y.leave(), z.leave()))
+    assert await y.leave()
     assert await leaving
     assert await children_of(d, "/w") == []
 
@@ -705,3 +699,32 @@ async def test_a_ready_node_left_by_a_round_that_crashed_does_not_open_the_next(
         DoubleBarrier(c, "/crashed", 2).enter(10), DoubleBarrier(d, "/crashed", 2).enter(10)
     )
     assert entered == [True, True]
+
+
+async def test_a_late_entrant_waits_for_the_next_round_and_holds_nobody_up(
+    started, children_of
+) -> None:
+    """Found by make chaos: a participant arriving while a full round is inside must not
+    pass on that round's ``ready`` (Curator's would, with fewer than ``members`` in its
+    own round), and the round's leavers must not wait for it."""
+    a, b, c, d = await started(4)
+    first = [DoubleBarrier(a, "/rounds", 2), DoubleBarrier(b, "/rounds", 2)]
+    assert await asyncio.gather(*(x.enter(10) for x in first)) == [True, True]
+
+    late = DoubleBarrier(c, "/rounds", 2)
+    assert not await late.enter(0)  # one look: the round inside is not its round
+    assert late.node is None and not late.is_entered
+    assert sorted(await children_of(a, "/rounds")) == sorted(
+        [name_of(x) for x in first] + ["ready"]
+    )
+
+    entering = asyncio.create_task(late.enter(20))
+    await settle(a, b, c)
+    # Its own round has one participant so far: it may not pass, and it keeps no
+    # node the leaving round would wait for.
+    assert await asyncio.gather(*(x.leave(10) for x in first)) == [True, True]
+    assert not entering.done()
+    other = DoubleBarrier(d, "/rounds", 2)
+    assert await asyncio.gather(entering, other.enter(10)) == [True, True]
+    assert await asyncio.gather(late.leave(10), other.leave(10)) == [True, True]
+    assert await children_of(a, "/rounds") == []
