@@ -13,17 +13,22 @@ the loop around them: create, list, decide, watch, repeat.
 
 from __future__ import annotations
 
+import asyncio
+import collections
+import contextlib
 import functools
 import heapq
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
 from .. import _paths
 from .._checks import check_int
 from .._exceptions import (
+    ClientClosedError,
     InvalidPathError,
     NoNodeError,
     SessionExpiredError,
@@ -139,6 +144,128 @@ def read_rule(lock_names: Sequence[str] = (WRITE_LOCK_NAME, READ_LOCK_NAME)) -> 
     return rule
 
 
+# --- what one client knows about one queue ------------------------------------------
+
+
+class _Listing:
+    """One listing of the queue, shared by the contenders of one client that
+    asked for it; sorted once, on first use."""
+
+    __slots__ = ("_index", "_lock_names", "_ordered", "names")
+
+    def __init__(self, names: list[str], lock_names: Sequence[str]) -> None:
+        self.names = names
+        self._lock_names = lock_names
+        self._ordered: list[str] | None = None
+        self._index: dict[str, int] = {}
+
+    def first_in_line(self, me: str) -> Decision | None:
+        """The mutex rule's decision for ``me`` in O(1) (after one sort); None if
+        ``me`` is not in this listing."""
+        if self._ordered is None:
+            self._ordered = sort_contenders(self.names, self._lock_names)
+            self._index = {name: i for i, name in enumerate(self._ordered)}
+        place = self._index.get(me)
+        if place is None:
+            return None
+        if place == 0:
+            return Decision(True)
+        return Decision(False, self._ordered[place - 1], place)
+
+
+class QueueView:
+    """What one client knows about the queue under one path, shared by all its
+    contenders there (``Client.recipe_state``), so that neither queueing nor a
+    hand-off among them costs a listing per contender.
+
+    - Contenders queueing at the same time share listings: any listing asked
+      for after our create was answered shows our node and everything ahead
+      of it, which is all a decision needs.
+    - A mutex holder that lets go marks its node *released*. Its successor
+      on this client, woken by the deletion, then holds without listing the
+      queue: nothing was ahead of a holder, and nothing can queue ahead later.
+    """
+
+    RELEASED_KEPT = 4096
+    """How many released holders' names are remembered (older ones: the successor lists)."""
+
+    def __init__(self, client: Client, path: str, lock_names: Sequence[str]) -> None:
+        self._client = client
+        self._path = path
+        self._lock_names = lock_names
+        self.entering = 0
+        """Contenders between their create and their first listing."""
+        self._next: asyncio.Future[_Listing] | None = None
+        self._in_flight = False
+        self._released: collections.OrderedDict[str, None] = collections.OrderedDict()
+
+    def mark_released(self, node: str) -> None:
+        """``node`` held the mutex and is about to be deleted by its holder."""
+        self._released[node] = None
+        if len(self._released) > self.RELEASED_KEPT:
+            self._released.popitem(last=False)
+
+    def was_released(self, node: str) -> bool:
+        """Whether ``node`` was deleted as a mutex holder (forgotten once asked)."""
+        if node not in self._released:
+            return False
+        del self._released[node]
+        return True
+
+    async def listing(self) -> _Listing:
+        """A listing asked for after this call: joined by every contender that
+        calls while it is not yet sent (one object, sorted once for all)."""
+        future = self._next
+        if future is None:
+            future = self._next = asyncio.get_running_loop().create_future()
+            future.add_done_callback(_retrieve)
+            if not self._in_flight:
+                self._send()
+        return await asyncio.shield(future)
+
+    def _send(self) -> None:
+        future, self._next = self._next, None
+        assert future is not None
+        self._in_flight = True
+        try:
+            self._client.start_background(
+                self._list(future), name=f"aiocoord-queue-listing {self._path}"
+            )
+        except RuntimeError as error:  # the client is closing
+            self._in_flight = False
+            future.set_exception(error)
+
+    async def _list(self, future: asyncio.Future[_Listing]) -> None:
+        try:
+            names = await self._client.children(self._path)
+        except BaseException as error:
+            # Never a CancelledError: that would cancel every asker's task.
+            closed = ClientClosedError("the client closed")
+            future.set_exception(error if isinstance(error, Exception) else closed)
+            if not isinstance(error, Exception):
+                raise
+        else:
+            future.set_result(_Listing(names, self._lock_names))
+        finally:
+            self._in_flight = False
+            if self._next is not None:
+                self._send()  # asked for while this one was out
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark a shared future's error as seen (each asker handles it its own way)."""
+    if not future.cancelled():
+        future.exception()
+
+
+def queue_view(client: Client, path: str, lock_names: Sequence[str]) -> QueueView:
+    """The client's view of the mutex queue under ``path``."""
+    return client.recipe_state(
+        ("aiocoord.contenders", path, tuple(lock_names)),
+        lambda: QueueView(client, path, lock_names),
+    )
+
+
 # --- the loop ---------------------------------------------------------------
 
 
@@ -167,6 +294,7 @@ class Contender:
         fixed_suffix: str | None = None,
         last_blocker_shortcut: bool = True,
         acl: Sequence[ACL] | None = None,
+        mutex: bool = False,
     ) -> None:
         self._client = client
         self._acl = acl
@@ -180,6 +308,12 @@ class Contender:
         # Trusting "the last blocker is gone, so we hold" needs a queue nobody
         # can join ahead of us: false where a read lock's downgrade node may.
         self._shortcut = last_blocker_shortcut
+        # A mutex's queue (one holder, nobody queues ahead later) is shared
+        # with the client's other contenders there: see QueueView.
+        self._view = (
+            queue_view(client, path, self._lock_names) if mutex and last_blocker_shortcut else None
+        )
+        self._holding = False
         self._own: OwnNode | None = None
         self.node: str | None = None
         """Full path of our node, once created."""
@@ -187,7 +321,7 @@ class Contender:
         """zxid of our node's creation: the fencing token."""
         self.session_id = 0
         """The session that owns our node (its ephemeral owner)."""
-        self._listing: list[str] | None = None
+        self._listing: list[str] | _Listing | None = None
 
     async def acquire(self, timeout: float | None = None) -> bool:
         """Queue up and wait until the rule says we hold; False if ``timeout`` passed.
@@ -207,6 +341,7 @@ class Contender:
             raise
         if not held:
             await self.abandon()
+        self._holding = held
         return held
 
     async def _acquire(self, deadline: float | None) -> bool:
@@ -245,9 +380,28 @@ class Contender:
             acl=self._acl,
         )
         self.node = None
-        # Create and list in one round trip: the listing is applied after the
-        # create, so it contains our node and everything queued before it.
-        self._listing = await own.create(list_children=True)
+        self._holding = False
+        view = self._view
+        if view is None or view.entering == 0:
+            # Create and list in one round trip: the listing is applied after
+            # the create, so it contains our node and everything queued before it.
+            if view is not None:
+                view.entering += 1
+            try:
+                self._listing = await own.create(list_children=True)
+            finally:
+                if view is not None:
+                    view.entering -= 1
+        else:
+            # Others of this client are queueing: share one listing with them,
+            # rather than each reading the whole queue.
+            view.entering += 1
+            try:
+                await own.create()
+                with contextlib.suppress(Exception):  # else _wait_turn lists on its own
+                    self._listing = await view.listing()
+            finally:
+                view.entering -= 1
         assert own.path is not None and own.stat is not None
         self.node = own.path
         self.czxid = own.stat.czxid
@@ -303,9 +457,7 @@ class Contender:
                 except NoNodeError:
                     raise _NodeVanished from None
             self._check_session()
-            if me not in names:
-                raise _NodeVanished
-            decision = self._rule(names, me)
+            decision = self._decide(names, me)
             if decision.holds:
                 return True
             if look_only:
@@ -323,6 +475,21 @@ class Contender:
             self._check_session()
             if deleted and decision.blockers == 1 and self._shortcut:
                 return True
+            if deleted and self._view is not None and self._view.was_released(decision.watch):
+                return True  # the one ahead of us held: nobody else is left ahead
+
+    def _decide(self, names: list[str] | _Listing, me: str) -> Decision:
+        """The rule's decision for ``me``; _NodeVanished if our node is not listed."""
+        if isinstance(names, _Listing):
+            if self._view is not None:
+                decision = names.first_in_line(me)
+                if decision is None:
+                    raise _NodeVanished
+                return decision
+            names = names.names
+        if me not in names:
+            raise _NodeVanished
+        return self._rule(names, me)
 
     async def _wait_deleted(self, path: str) -> bool:
         """Wait for ``path`` to change; True if it is (or already was) gone."""
@@ -342,6 +509,7 @@ class Contender:
         """Delete our node (or the one a lost create left), shielded and time-bounded."""
         own, self._own = self._own, None
         self.node = None
+        self._holding = False
         if own is not None:
             await own.delete()
 
@@ -353,6 +521,9 @@ class Contender:
         node = self.node
         if node is None:
             return
+        if self._holding and self._view is not None:
+            self._view.mark_released(_paths.basename(node))
+        self._holding = False
         await run_cleanup(
             self._client, lambda: delete_quietly(self._client, node), must_finish=True
         )

@@ -179,6 +179,9 @@ class Mutex:
     _lock_name = LOCK_NAME
     _lock_names: tuple[str, ...] = (LOCK_NAME,)
     _last_blocker_shortcut = True
+    _mutex_queue = True
+    """One holder, nobody queues ahead: the client's contenders may share what
+    they learn of the queue (see QueueView)."""
 
     def __init__(
         self,
@@ -219,7 +222,11 @@ class Mutex:
             fixed_suffix=fixed_suffix,
             last_blocker_shortcut=self._last_blocker_shortcut,
             acl=self._acl,
+            mutex=self._mutex_queue,
         )
+
+    def _new_contender(self) -> Contender:
+        return self._contender(self._mutex_rule)
 
     def _before_acquire(self, task: asyncio.Task[Any]) -> None:
         """Refuse an acquisition that could never be granted."""
@@ -433,6 +440,7 @@ FencedTransaction = Transaction
 
 class _SideOfReadWriteLock(Mutex):
     _lock_names = (WRITE_LOCK_NAME, READ_LOCK_NAME)
+    _mutex_queue = False
 
     def __init__(self, owner: ReadWriteLock, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

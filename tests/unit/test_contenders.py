@@ -11,6 +11,7 @@ from aiocoord._recipes._contenders import (
     READ_LOCK_NAME,
     WRITE_LOCK_NAME,
     Decision,
+    _Listing,
     mutex_rule,
     read_rule,
     sequence_key,
@@ -94,3 +95,18 @@ def test_at_most_one_writer_holds_and_never_with_a_reader(
         remaining = [n for n in order if n != decision.watch]
         after = (write_rule if w in order[i] else reads)(remaining, order[i])
         assert after.holds == (decision.blockers == 1)
+
+
+@given(
+    st.lists(st.integers(0, 10**6), min_size=1, max_size=40, unique=True),
+    st.data(),
+)
+def test_a_shared_listing_decides_as_the_mutex_rule_does(sequence: list[int], data) -> None:
+    """One client's contenders decide on one sorted listing (QueueView): the
+    same decision, for every one of them, as the rule's pass over the names."""
+    names = [f"_c_{n % 7}-lock-{n:010d}" for n in sequence]
+    listing = _Listing(list(names), (LOCK_NAME,))
+    rule = mutex_rule()
+    me = data.draw(st.sampled_from(names))
+    assert listing.first_in_line(me) == rule(names, me)
+    assert listing.first_in_line("_c_9-lock-9999999999") is None
