@@ -122,6 +122,13 @@ class LossMonitor:
         if state is not None and self._policy.is_error_state(state):
             hold.mark_lost(f"the connection was {state.value}")
 
+    def still_holds(self, session_id: int) -> bool:
+        """Whether something granted in ``session_id`` would still count as held now."""
+        if self._client.session_id != session_id:
+            return False
+        state = self._client.state
+        return state is None or not self._policy.is_error_state(state)
+
     def discard(self, hold: Hold) -> None:
         self._holds.discard(hold)
         if not self._holds:

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import anyio
 
 from .. import _paths
-from .._checks import check_bytes, check_recipe_acl, check_timeout
+from .._checks import check_bytes, check_int, check_recipe_acl, check_timeout
 from .._exceptions import (
     DeadlockError,
     LockLostError,
@@ -45,6 +45,7 @@ from ._contenders import (
     sequence_key,
     sort_contenders,
 )
+from ._handoff import MAX_LOCAL_GRANTS, LocalQueue, fencing_token
 from ._holding import Hold, LossMonitor, exit_loss_scope
 
 __all__ = [
@@ -152,9 +153,11 @@ class HoldContext:
 
 
 class _LockHold(Hold):
-    def __init__(self, contender: Contender) -> None:
+    def __init__(self, contender: Contender, grant: int = 0) -> None:
         super().__init__()
         self.contender = contender
+        self.grant = grant
+        """Which grant on the node this is (0 first; more only with local hand-off)."""
         self.count = 1
 
 
@@ -174,6 +177,15 @@ class Mutex:
 
     ``acl`` (default: the client's ``default_acl``) is the ACL of every node
     the lock makes, the lock path and its missing parents included.
+
+    ``local_handoff=N`` (opt-in) lets the tasks sharing this object pass the
+    lock among themselves: the object keeps one node in the queue for all of
+    them, and once it holds, up to N of its waiting tasks take the lock in
+    turn, in the order they asked, with no server request. Then the node is
+    given up, so other processes queued behind it are served, and a new one
+    queues at the back for the tasks still waiting. Other processes thus wait
+    at most N of this object's grants per turn. Every grant has its own,
+    larger fencing token.
     """
 
     _lock_name = LOCK_NAME
@@ -191,8 +203,12 @@ class Mutex:
         data: bytes | None = None,
         error_policy: ErrorPolicy | None = None,
         acl: Sequence[ACL] | None = None,
+        local_handoff: int = 0,
     ) -> None:
         recipe_path(client, path, "lock")
+        bound = check_int(
+            local_handoff, "local_handoff", path=path, minimum=0, maximum=MAX_LOCAL_GRANTS
+        )
         self._client = client
         self.path = path
         self._data = default_node_data() if data is None else check_bytes(data, "data", path=path)
@@ -202,6 +218,7 @@ class Mutex:
         self._monitor = LossMonitor(client, error_policy or client.error_policy, f"lock {path!r}")
         self._holds: dict[asyncio.Task[Any], _LockHold] = {}
         self._mutex_rule = mutex_rule(1, self._lock_names)
+        self._local = LocalQueue(self, bound) if bound else None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.path!r} held={self.is_held}>"
@@ -255,23 +272,32 @@ class Mutex:
             hold.count += 1
             return True
         self._before_acquire(task)
+        if self._local is not None:
+            return await self._local.acquire(task, timeout)
         contender = self._contender_for(task)
         if not await contender.acquire(timeout):
             return False
-        # No await from the grant to here: the monitor judges every transition.
-        hold = _LockHold(contender)
+        try:
+            self._grant(task, contender, 0)
+        except BaseException:
+            # Granted but not recorded (an error policy that raised): nobody
+            # could release this node, so give it back before reporting.
+            await run_cleanup(self._client, contender.release)
+            raise
+        return True
+
+    def _grant(self, task: asyncio.Task[Any], contender: Contender, grant: int) -> None:
+        """Record that ``task`` holds. Called with no await since the decision that
+        granted it: the monitor judges every transition."""
+        hold = _LockHold(contender, grant)
         try:
             self._holds[task] = hold
             self._monitor.add(hold, contender.session_id)
         except BaseException:
-            # Granted but not recorded (an error policy that raised): nobody
-            # could release this node, so give it back before reporting.
             self._holds.pop(task, None)
             self._monitor.discard(hold)
-            await run_cleanup(self._client, contender.release)
             raise
         task.add_done_callback(self._on_owner_done)
-        return True
 
     async def try_acquire(self) -> bool:
         """Take the lock if it is free now (one look at the queue); never wait."""
@@ -291,10 +317,19 @@ class Mutex:
         if hold.count > 1:
             hold.count -= 1
             return
-        await hold.contender.release()
+        await self._release_task(task)
+
+    async def _release_task(self, task: asyncio.Task[Any]) -> None:
+        """Give up ``task``'s hold (whatever its count)."""
+        hold = self._holds[task]
+        if self._local is None:
+            # Counted as held here until the node is gone.
+            await hold.contender.release()
         del self._holds[task]
         self._monitor.discard(hold)
         task.remove_done_callback(self._on_owner_done)
+        if self._local is not None:
+            await self._local.release()
 
     def _on_owner_done(self, task: asyncio.Task[Any]) -> None:
         """A task ended while holding the lock: nobody can release it any more, so do it."""
@@ -318,7 +353,8 @@ class Mutex:
             )
 
     async def _release_orphan(self, contender: Contender) -> None:
-        await run_cleanup(self._client, contender.release)
+        local = self._local
+        await run_cleanup(self._client, contender.release if local is None else local.release)
 
     async def __aenter__(self) -> Mutex:
         await self.acquire()
@@ -382,11 +418,14 @@ class Mutex:
     def fencing_token(self) -> int:
         """A number that grows with every grant of this lock, across all holders, forever.
 
-        It is the lock node's creation zxid. Hand it to the resource the lock
-        guards, which refuses writes that carry a smaller token than it has seen:
-        a holder that lost the lock without knowing (a long pause) is turned away.
+        It is the lock node's creation zxid times 65,536, plus the number of
+        the grant on that node (0, unless tasks hand the lock on locally: see
+        ``local_handoff``). Hand it to the resource the lock guards, which
+        refuses writes that carry a smaller token than it has seen: a holder
+        that lost the lock without knowing (a long pause) is turned away.
         """
-        return self._caller_hold_or_raise().contender.czxid
+        hold = self._caller_hold_or_raise()
+        return fencing_token(hold.contender.czxid, hold.grant)
 
     def wait_lost(self) -> Coroutine[Any, Any, None]:
         """Wait until the calling task's hold is lost (NotOwnerError if it holds none).

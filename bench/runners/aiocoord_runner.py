@@ -35,6 +35,10 @@ from ._common import (
 LIBRARY = "aiocoord"
 SHARED_CLIENT = "shared-client"
 """Variant: all contenders are tasks of one process sharing one client (one session)."""
+LOCAL_HANDOFF = "local-handoff"
+"""Mutex variant: the shared client's tasks share one ``Mutex(local_handoff=HANDOFF_BOUND)``."""
+HANDOFF_BOUND = 64
+"""Grants per turn of the shared node in the local-handoff variant."""
 TAKE = "take"
 """Queue variant: consumers take at least once (``async with queue.take()``)."""
 SINGLE_ZNODE = "single-znode"
@@ -70,9 +74,11 @@ async def _clients(connect: str, count: int) -> AsyncIterator[list[aiocoord.Clie
 
 async def _mutex(args: RunArgs) -> Result:
     lock_path = f"{args.path}/lock"
-    if args.variant == SHARED_CLIENT:
+    if args.variant in (SHARED_CLIENT, LOCAL_HANDOFF):
+        bound = HANDOFF_BOUND if args.variant == LOCAL_HANDOFF else 0
         async with _clients(args.connect, 1) as (client,):
-            shared = aiocoord.Mutex(client, lock_path)  # owned per task: one object serves all
+            # Owned per task: one object serves all.
+            shared = aiocoord.Mutex(client, lock_path, local_handoff=bound)
             return await _aio.mutex(args, LIBRARY, [shared] * args.contenders)
     async with _clients(args.connect, args.contenders) as clients:
         locks = [aiocoord.Mutex(client, lock_path) for client in clients]
@@ -505,6 +511,7 @@ async def _memory(args: RunArgs) -> Result:
 OFFERS = [
     Offer("mutex", _mutex),
     Offer("mutex", _mutex, variant=SHARED_CLIENT, contenders=(32,)),
+    Offer("mutex", _mutex, variant=LOCAL_HANDOFF, contenders=(32,)),
     Offer("counter", _counter),
     Offer("counter", _counter, variant=SHARED_CLIENT, contenders=(32,)),
     Offer("bounded", _counter, variant=SINGLE_ZNODE, contenders=(8,)),

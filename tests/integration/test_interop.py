@@ -59,6 +59,51 @@ async def test_curator_and_aiocoord_exclude_each_other_on_one_mutex(
     assert await children_of(clients[0], "/lock") == []
 
 
+async def test_curator_processes_are_served_between_aiocoord_local_hand_offs(
+    curator_classpath: str, zookeeper, client_factory, children_of
+) -> None:
+    """Tasks passing one Mutex(local_handoff=3) among themselves still exclude Curator's
+    InterProcessMutex, and Curator's processes get their turns (they all finish)."""
+    ns = zookeeper.namespace
+    client = client_factory()
+    await client.start()
+    await client.create("/counter", struct.pack(">q", 0))
+    iterations = 30
+    javas = [
+        await start_curator(
+            curator_classpath,
+            "CuratorHarness",
+            "mutex",
+            zookeeper.connect_string,
+            f"{ns}/lock",
+            f"{ns}/inside",
+            f"{ns}/counter",
+            str(iterations),
+        )
+        for _ in range(2)
+    ]
+    lock = Mutex(client, "/lock", local_handoff=3)
+    tokens: list[int] = []
+
+    async def python_task() -> None:
+        for _ in range(iterations):
+            async with lock:
+                try:
+                    await client.create("/inside", ephemeral=True)
+                except NodeExistsError:
+                    pytest.fail("a Curator holder was inside while aiocoord held the lock")
+                tokens.append(lock.fencing_token)
+                data, _stat = await client.get("/counter")
+                await client.set("/counter", struct.pack(">q", struct.unpack(">q", data)[0] + 1))
+                await client.delete("/inside")
+
+    await together(*(python_task() for _ in range(4)), *(finish(j) for j in javas))
+    data, _ = await client.get("/counter")
+    assert struct.unpack(">q", data)[0] == 6 * iterations
+    assert tokens == sorted(set(tokens))
+    assert await children_of(client, "/lock") == []
+
+
 async def test_curator_and_aiocoord_count_together_exactly(
     curator_classpath: str, zookeeper, client_factory
 ) -> None:

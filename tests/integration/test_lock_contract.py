@@ -1,11 +1,12 @@
 """One contract, every exclusive holder: the behaviours Curator's mutex test base and
 kazoo's lock tests ask of a lock, run over each holder type aiocoord offers.
 
-Mutex, the write side of a ReadWriteLock, SemaphoreMutex, a one-lease Semaphore
-and a MultiLock all promise the same things: one holder at a time (also when
-many tasks share one recipe object), a timeout that leaves nothing behind, a
-zero timeout that tries once, cancellation that leaves nothing behind, a holder
-that learns it lost the lock when its session expires, and the lock passing on.
+Mutex (also with local hand-off), the write side of a ReadWriteLock,
+SemaphoreMutex, a one-lease Semaphore and a MultiLock all promise the same
+things: one holder at a time (also when many tasks share one recipe object), a
+timeout that leaves nothing behind, a zero timeout that tries once,
+cancellation that leaves nothing behind, a holder that learns it lost the lock
+when its session expires, and the lock passing on.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class _OneLease:
 
 KINDS: dict[str, Callable[[aiocoord.Client, str], Any]] = {
     "mutex": Mutex,
+    "mutex_local_handoff": lambda c, p: Mutex(c, p, local_handoff=4),
     "write_lock": lambda c, p: ReadWriteLock(c, p).write_lock,
     "semaphore_mutex": SemaphoreMutex,
     "one_lease_semaphore": _OneLease,

@@ -686,6 +686,19 @@ def sweep_cases() -> Iterator[Case]:
 
 
 def number_cases() -> Iterator[Case]:
+    for bound, error in (
+        (-1, InvalidArgumentError),
+        (65536, InvalidArgumentError),
+        (2.0, ArgumentTypeError),
+        ("3", ArgumentTypeError),
+        (True, ArgumentTypeError),
+    ):
+        yield Case(
+            f"Mutex(local_handoff={bound!r})",
+            lambda c, n=bound: Mutex(c, P, local_handoff=n),
+            error,
+            ("local_handoff", P),
+        )
     for count, error in (
         (0, InvalidArgumentError),
         (-1, InvalidArgumentError),
