@@ -1318,22 +1318,23 @@ async def _first_of(watches: Sequence[Watch]) -> None:
         with contextlib.suppress(SessionExpiredError):
             await watches[0]
         return
-    waiters = [asyncio.ensure_future(_settled(w)) for w in watches]
-    try:
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
-        await asyncio.gather(*waiters, return_exceptions=True)
-    for waiter in waiters:
-        if waiter.done() and not waiter.cancelled():
-            error = waiter.exception()
-            if error is not None and not isinstance(error, SessionExpiredError):
-                raise error
+    # One future woken by the watches' callbacks, not a task per watch: helper
+    # tasks must be cancelled and awaited when we are cancelled, and anyio
+    # re-delivers its cancellation into that await, where the CancelledError
+    # of a helper task then escapes anyio's scope (found by make chaos).
+    first = asyncio.get_running_loop().create_future()
 
+    def wake(_watch: Watch) -> None:
+        if not first.done():
+            first.set_result(None)
 
-async def _settled(watch: Watch) -> None:
-    await watch
+    for watch in watches:
+        watch.add_done_callback(wake)
+    await first
+    for watch in watches:
+        error = watch.failure()
+        if error is not None and not isinstance(error, SessionExpiredError):
+            raise error
 
 
 def _consume(future: asyncio.Future[Any]) -> None:

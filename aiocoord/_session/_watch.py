@@ -80,6 +80,18 @@ class Watch:
         self._registry._discard(self)
         self._future.cancel()
 
+    def add_done_callback(self, callback: Callable[[Watch], object]) -> None:
+        """Call ``callback(watch)`` once it fires, fails or is cancelled (soon, if it has)."""
+        self._future.add_done_callback(lambda _future: callback(self))
+
+    def failure(self) -> BaseException | None:
+        """Why the watch failed (SessionExpiredError, ClientClosedError); None while
+        pending, once fired, or if cancelled."""
+        future = self._future
+        if not future.done() or future.cancelled():
+            return None
+        return future.exception()
+
     def _on_done(self, _future: asyncio.Future[WatchEvent]) -> None:
         self._registry._discard(self)
 
