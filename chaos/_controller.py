@@ -9,10 +9,12 @@ The run, in order:
    (on 127.0.0.1) and the worker processes; wait until every worker is ready.
 3. Run the nemesis's schedule for ``duration`` seconds; heal whatever is left.
 4. Stop the workers (each finishes its operations), then have each compare its
-   TreeCache with the server's tree, then let them exit. A worker that does not
-   answer in time is killed and reported as hung.
-5. Read the end state: counter values, what is left in the queues, and the
-   recipe paths (which must empty once the workers' sessions are gone).
+   caches with the server's tree and say which of its group members are alive,
+   read the group from the server, then let the workers exit. A worker that does
+   not answer in time is killed and reported as hung.
+5. Read the end state: counter values, the shared count, the sharded counter,
+   what is left in the queues, and the recipe paths (which must empty once the
+   workers' sessions are gone).
 6. Close the store and the ensemble; check that no process we started is left.
 7. Merge the histories, run every check, write the report.
 
@@ -29,6 +31,7 @@ import json
 import os
 import shutil
 import signal
+import struct
 import sys
 import time
 import traceback
@@ -47,11 +50,19 @@ from ._layout import (
     COUNTER_BOUNDED,
     COUNTER_INT,
     COUNTER_LONG,
+    DQUEUE,
+    GROUP,
+    IDQUEUE,
     ORPHAN_PATHS,
+    PQUEUE,
     QUEUE,
     ROOT,
     SEMAPHORE,
     SESSION_TIMEOUT,
+    SHARDED,
+    SHARDED_SHARDS,
+    SHARDED_UPPER,
+    SHARED_COUNT,
     TREE,
     WITNESS,
 )
@@ -73,6 +84,20 @@ ORPHAN_WAIT = 2 * SESSION_TIMEOUT + 6.0
 TICK_MS = 500
 VALIDATE_TIMEOUT = 5.0
 """How long the store may wait for ZooKeeper to say which lease nodes exist."""
+QUEUES = ((QUEUE, False), (AQUEUE, False), (PQUEUE, True), (DQUEUE, True), (IDQUEUE, True))
+"""Every queue path, and whether its items are in Curator's envelope."""
+_ENVELOPE = struct.Struct(">iBi")
+
+
+def unwrap(data: bytes) -> bytes:
+    """The item in Curator's queue envelope (version, opcode 1, length, item,
+    opcode 2), or ``data`` itself if it is not one (the check then names it)."""
+    if len(data) > _ENVELOPE.size:
+        version, opcode, size = _ENVELOPE.unpack_from(data)
+        end = _ENVELOPE.size + size
+        if (version, opcode) == (65537, 1) and end < len(data) and data[end] == 2:
+            return data[_ENVELOPE.size : end]
+    return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,8 +271,9 @@ class Controller:
 
     # --- stopping ---------------------------------------------------------------------
 
-    async def stop_workers(self) -> None:
-        """stop, final, exit: each answered in time, or the worker is killed."""
+    async def stop_workers(self, client: aiocoord.Client) -> None:
+        """stop, final, exit: each answered in time, or the worker is killed. The group
+        is read between final and exit, while the members the workers keep are alive."""
         alive = [w for w in self.workers if w.proc.returncode is None]
         for worker in alive:
             await worker.send({"cmd": "stop"})
@@ -275,7 +301,9 @@ class Controller:
                 self.worker_problems[worker.name] = "did not compare its cache in time: killed"
                 await worker.kill()
                 continue
-            self.history.write(dict(reply["cache"]))
+            for record in reply.get("records") or []:
+                self.history.write(dict(record))
+        await self.read_group(client)
         for worker in self.workers:
             if worker.proc.returncode is None:
                 await worker.send({"cmd": "exit"})
@@ -288,6 +316,23 @@ class Controller:
 
     # --- the end state -----------------------------------------------------------------
 
+    async def read_group(self, client: aiocoord.Client) -> None:
+        """The group's members and their data, as the server has them."""
+        members: dict[str, str] = {}
+        try:
+            async with asyncio.timeout(20):
+                await client.sync(GROUP)
+                for name in sorted(await client.children(GROUP)):
+                    with contextlib.suppress(aiocoord.NoNodeError):
+                        data, _stat = await client.get(f"{GROUP}/{name}")
+                        members[name] = data.hex()
+        except aiocoord.NoNodeError:
+            pass  # an empty group's container was swept away
+        except (TimeoutError, aiocoord.CoordinationError) as error:
+            self.history.write({"type": "final", "what": "group", "error": repr(error)})
+            return
+        self.history.write({"type": "final", "what": "group", "members": members})
+
     async def read_end_state(self, client: aiocoord.Client) -> None:
         counters: Sequence[tuple[str, aiocoord.AtomicLong | aiocoord.AtomicInt]] = (
             (COUNTER_LONG, aiocoord.AtomicLong(client, COUNTER_LONG)),
@@ -297,7 +342,19 @@ class Controller:
         for path, counter in counters:
             value = (await counter.get()).post_value
             self.history.write({"type": "final", "what": "counter", "path": path, "value": value})
-        for path in (QUEUE, AQUEUE):
+        shared: dict[str, int | None] = {"value": None, "version": None}
+        with contextlib.suppress(aiocoord.NoNodeError):
+            data, stat = await client.get(SHARED_COUNT)
+            value = aiocoord.Codec.INT.decode(data, SHARED_COUNT)
+            shared = {"value": value, "version": stat.version}
+        self.history.write({"type": "final", "what": "shared-count", **shared})
+        sharded = aiocoord.ShardedCounter(
+            client, SHARDED, upper=SHARDED_UPPER, shards=SHARDED_SHARDS
+        )
+        total = (await sharded.get()).post_value
+        shards = [[s.count, s.quota] for s in await sharded.snapshot()]
+        self.history.write({"type": "final", "what": "sharded", "total": total, "shards": shards})
+        for path, envelope in QUEUES:
             items: list[str] = []
             try:
                 names = sorted(await client.children(path))
@@ -306,7 +363,7 @@ class Controller:
             for name in names:
                 with contextlib.suppress(aiocoord.NoNodeError):
                     data, _stat = await client.get(f"{path}/{name}")
-                    items.append(data.decode(errors="replace"))
+                    items.append((unwrap(data) if envelope else data).decode(errors="replace"))
             self.history.write({"type": "final", "what": "queue", "path": path, "items": items})
         witnessed = sorted(await client.children(WITNESS))
         self.history.write({"type": "final", "what": "witness", "nodes": witnessed})
@@ -448,7 +505,7 @@ class Controller:
                 self.track_members()
             await self.ensemble.wait_quorum(timeout=READY_TIMEOUT)
             self.log("stopping the workers")
-            await self.stop_workers()
+            await self.stop_workers(client)
             self.log("reading the end state")
             await self.read_end_state(client)
 

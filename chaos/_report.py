@@ -14,31 +14,47 @@ __all__ = ["RECIPES", "STATIC_GAPS", "render"]
 
 RECIPES = (
     "mutex",
+    "mutex-local",
     "rwlock",
     "semaphore",
+    "semmutex",
+    "multilock",
+    "lease",
     "leader",
+    "latch",
     "counter",
     "bounded-counter",
+    "shared-count",
+    "sharded",
     "barrier",
+    "gate",
     "queue",
     "aqueue",
+    "pqueue",
+    "dqueue",
+    "idqueue",
+    "group",
     "tree",
     "witness",
 )
-"""Every recipe a run drives (``tree`` is the writes the TreeCaches follow;
-``witness``, plain creates that must all survive)."""
+"""Every recipe a run drives (``tree`` is the writes the TreeCaches, NodeCaches and
+ChildrenCaches follow; ``gate``, the plain Barrier; ``witness``, plain creates that
+must all survive)."""
 
 STATIC_GAPS = (
-    "Not driven at all: PriorityQueue, DelayQueue, IdQueue, SharedCount, LeaderLatch, "
-    "GroupMember, Lease, MultiLock, SemaphoreMutex, Barrier (single), NodeCache, "
-    "ChildrenCache; each needs a driver and an invariant here as it matters.",
-    "A Mutex, ReadWriteLock or Semaphore holder that lost its hold is checked for being "
-    "told only when the fenced store turned it away (or its lease node was found gone); a "
-    "loss nobody else noticed in time leaves no trace to check.",
-    "Counters: only increments are checked (and bounded adds); compare_and_set, try_set, "
-    "force_set and AtomicBytes.update are not driven.",
+    "Not driven: LeaderElection.run(), LeaderLatch without leaving after each term, "
+    "GroupMember.changes() and members(), the caches' events() streams (only their final "
+    "views are compared), Lease without keep_alive, SharedCount.set_count and listeners, "
+    "IdQueue and PriorityQueue under take(), DelayQueue under get(), AtomicBytes.",
+    "A holder that lost its hold is checked for being told only when the fenced store "
+    "turned it away (or its node was found gone); a loss nobody else noticed in time "
+    "leaves no trace to check. Only the latch is also checked for learning of its loss "
+    "before the next leader writes (latch.handover).",
+    "AtomicLong and AtomicInt: only increments are checked (and bounded adds); their "
+    "compare_and_set, try_set, force_set and AtomicBytes.update are not driven.",
     "Queues: max_items, dead_letter, move_aside and put_many are not driven; get() and "
-    "take() consumers use separate queues, as the recipe requires.",
+    "take() consumers use separate queues, as the recipe requires. The priority order of "
+    "PriorityQueue and the FIFO order of the others are not checked.",
     "No fault hits the client-server traffic alone (a stalled or half-open client "
     "connection): TcpProxy could add it.",
 )

@@ -5,8 +5,8 @@ The controller starts it as ``python -m chaos._worker CONFIG`` (a JSON object)
 and talks to it over stdin/stdout, one JSON object per line: the worker says
 ``ready``; the controller may ask it to ``expire`` or ``drop`` one of its
 clients' sessions or connections (faults that act on a client object), then
-``stop`` (finish the operations under way), ``final`` (compare its TreeCache with
-the server's tree) and ``exit``.
+``stop`` (finish the operations under way), ``final`` (compare its caches with
+the server's tree, and say which of its group members are alive) and ``exit``.
 
 Each worker has two clients: client 0 with the standard error policy (a
 suspended connection already counts as losing a lock) and client 1 with the
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import json
 import logging
@@ -26,7 +27,7 @@ import os
 import random
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,28 +36,44 @@ import aiocoord
 from aiocoord import (
     AtomicInt,
     AtomicLong,
+    Barrier,
     BarrierBrokenError,
+    ChildrenCache,
     ConnectionLossError,
     CoordinationError,
+    DelayQueue,
     DoubleBarrier,
+    GroupMember,
+    IdQueue,
     LeaderElection,
+    LeaderLatch,
+    Lease,
+    LeaseHeldError,
     LockLostError,
+    MultiLock,
     Mutex,
+    NodeCache,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
+    NotOwnerError,
     OutcomeUnknownError,
     OwnershipError,
+    PriorityQueue,
     PromotedToLock,
     Queue,
     QueueEmptyError,
     ReadWriteLock,
     RetryNTimes,
     Semaphore,
+    SemaphoreMutex,
     SessionErrorPolicy,
     SessionExpiredError,
+    ShardedCounter,
+    SharedCount,
     StandardErrorPolicy,
     TreeCache,
+    VersionedValue,
 )
 from aiocoord.testing import drop_connection, expire_session
 
@@ -66,19 +83,40 @@ from ._layout import (
     AQUEUE,
     BARRIER,
     BARRIER_TIMEOUT,
+    CHILDREN_CACHED,
     COUNTER_BOUND,
     COUNTER_BOUNDED,
     COUNTER_INT,
     COUNTER_INT_LOCK,
     COUNTER_LONG,
+    DQUEUE,
+    GATE,
+    GATE_WAIT,
+    GROUP,
+    IDQUEUE,
+    LATCH,
     LEADER,
+    LEASE,
+    LEASE_TTL,
+    MULTI_A,
+    MULTI_B,
     MUTEX,
+    MUTEX_LOCAL,
+    MUTEX_LOCAL_BOUND,
+    NODE_CACHED,
     OP_BOUND,
+    PQUEUE,
     QUEUE,
     RWLOCK,
     SEMAPHORE,
     SEMAPHORE_LEASES,
+    SEMMUTEX,
     SESSION_TIMEOUT,
+    SHARDED,
+    SHARDED_SHARDS,
+    SHARDED_UPPER,
+    SHARED_COUNT,
+    STRAY_CANCEL,
     TOLD_BOUND,
     TREE,
     WITNESS,
@@ -128,6 +166,11 @@ class Outcome:
     value: dict[str, Any] = field(default_factory=dict)
 
 
+_Queue = Queue[bytes] | PriorityQueue[bytes] | DelayQueue[bytes] | IdQueue[bytes]
+_AnyCache = TreeCache | NodeCache | ChildrenCache
+_Put = Callable[[str, random.Random], tuple[Callable[[], Awaitable[bool]], dict[str, Any]]]
+"""How a put loop puts one item: the call, and what to record of it."""
+
 _Step = tuple[str, str, Callable[[str], Awaitable[Outcome]]]
 """One step of a holder loop: recipe, operation, and the body run under the watchdog."""
 _Pick = Callable[[random.Random, StoreClient], _Step]
@@ -170,24 +213,32 @@ def _policy(client: aiocoord.Client) -> str:
     return "standard" if isinstance(client.error_policy, StandardErrorPolicy) else "session"
 
 
+def _wall_ms() -> int:
+    """The wall clock in milliseconds, as the delay queue reads it for due times."""
+    return int(time.time() * 1000)
+
+
 def _name(error: BaseException) -> str:
     text = str(error)
     return f"{type(error).__name__}: {text[:160]}" if text else type(error).__name__
 
 
-async def read_tree(client: aiocoord.Client, root: str) -> dict[str, tuple[str, int]]:
-    """The server's tree under ``root``: path -> (data as hex, mzxid)."""
+async def read_tree(
+    client: aiocoord.Client, root: str, max_depth: int | None = None
+) -> dict[str, tuple[str, int]]:
+    """The server's tree under ``root`` (``max_depth`` levels below it; None: all):
+    path -> (data as hex, mzxid)."""
     tree: dict[str, tuple[str, int]] = {}
-    todo = [root]
+    todo = [(root, 0)]
     while todo:
-        path = todo.pop()
+        path, depth = todo.pop()
         try:
             data, stat = await client.get(path)
-            names = await client.children(path)
+            names = [] if depth == max_depth else await client.children(path)
         except NoNodeError:
             continue
         tree[path] = (data.hex(), stat.mzxid)
-        todo += [f"{path}/{name}" for name in names]
+        todo += [(f"{path}/{name}", depth + 1) for name in names]
     return tree
 
 
@@ -229,6 +280,12 @@ class Worker:
         self.stopping = asyncio.Event()
         self.clients: list[aiocoord.Client] = []
         self.cache: TreeCache | None = None
+        self.node_cache: NodeCache | None = None
+        self.children_cache: ChildrenCache | None = None
+        self.members: list[GroupMember] = []
+        """Group members kept for the whole run, one per client."""
+        self.data_sure: dict[str, bool] = {}
+        """Per kept member: whether its last data update surely reached the server."""
         self._serial = itertools.count(1)
 
     # --- plumbing ---------------------------------------------------------------------
@@ -271,6 +328,14 @@ class Worker:
                 log.error("%s %s %s hung: %r", op_id, recipe, kind, error)
             else:
                 outcome = Outcome("unknown", _name(error))
+        except asyncio.CancelledError as error:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():
+                raise  # ours to obey: the worker is closing
+            # Nobody cancelled this task: a recipe let a cancellation of its own
+            # escape. Record it (a check fails on it) and go on driving.
+            outcome = Outcome("unknown", f"{STRAY_CANCEL}: {error!r}")
+            log.error("%s %s %s: %s", op_id, recipe, kind, STRAY_CANCEL, exc_info=error)
         except Exception as error:
             outcome = Outcome("unknown", _name(error))
         self.history.complete(op_id, outcome.status, error=outcome.error, value=outcome.value)
@@ -288,12 +353,22 @@ class Worker:
 
     # --- holders: locks, leases, leadership ----------------------------------------------
 
+    async def await_told(self, section: _Section, wait_lost: Callable[[], Awaitable[None]]) -> None:
+        """A holder the store turned away, or whose node is gone, has lost its hold:
+        wait (up to TOLD_BOUND) for the recipe to say so. A hold's cancel scope may
+        end this wait by cancelling the block it runs in."""
+        started = time.monotonic()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(TOLD_BOUND):
+                await wait_lost()
+                section.told_after = time.monotonic() - started
+
     async def fenced(
         self,
         store: StoreClient,
         op_id: str,
         section: _Section,
-        resource: str,
+        writes: Sequence[tuple[str, int]],
         kind: Kind,
         wait_lost: Callable[[], Awaitable[None]],
         rng: random.Random,
@@ -302,59 +377,101 @@ class Worker:
         limit: int | None = None,
         node: str | None = None,
     ) -> None:
-        """The critical section: ``begin`` and ``end`` to the fenced store.
+        """The critical section: ``begin`` to each (resource, token) of ``writes`` in
+        order, a short pause, then ``end`` in reverse order.
 
         If the store turns us away, a newer holder has written: the recipe must
         tell us that we lost what we hold, within TOLD_BOUND (the hold's cancel
         scope ends this block when it does).
         """
-        assert section.token is not None
-        ok, reason = await store.write(
-            resource, kind, section.token, "begin", op=op_id, mode=mode, limit=limit, node=node
-        )
-        if ok:
-            await asyncio.sleep(rng.uniform(0.05, 0.3))
-            ok, reason = await store.write(
-                resource, kind, section.token, "end", op=op_id, mode=mode, limit=limit, node=node
-            )
-        if ok:
-            return
-        section.rejected, section.reason = True, reason
-        started = time.monotonic()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(TOLD_BOUND):
-                await wait_lost()
-                section.told_after = time.monotonic() - started
+        for action, targets in (("begin", list(writes)), ("end", list(reversed(writes)))):
+            for resource, token in targets:
+                ok, reason = await store.write(
+                    resource, kind, token, action, op=op_id, mode=mode, limit=limit, node=node
+                )
+                if not ok:
+                    section.rejected, section.reason = True, reason
+                    await self.await_told(section, wait_lost)
+                    return
+            if action == "begin":
+                await asyncio.sleep(rng.uniform(0.05, 0.3))
 
     async def hold_fenced(
         self,
         op_id: str,
         holding: contextlib.AbstractAsyncContextManager[object],
-        holder: Mutex | LeaderElection,
+        token: Callable[[], Awaitable[int | None]],
+        wait_lost: Callable[[], Awaitable[None]],
         resource: str,
-        kind: Kind,
         store: StoreClient,
         rng: random.Random,
+        *,
+        kind: Kind = "exclusive",
         mode: str | None = None,
     ) -> Outcome:
-        """Hold a Mutex (or one side of a ReadWriteLock), or lead an election, and
-        write under it with its fencing token."""
+        """Hold a lock, a lease or leadership for one block (``holding``) and write
+        under it with ``token()`` (None: the hold's node is gone already, which the
+        recipe must then report as a loss)."""
         section = _Section()
         try:
             async with holding:
                 section.t_acq = self.now()
-                section.token = holder.fencing_token
-                await self.fenced(
-                    store, op_id, section, resource, kind, holder.wait_lost, rng, mode=mode
-                )
+                section.token = await token()
+                if section.token is None:
+                    section.rejected, section.reason = True, "its node is gone"
+                    await self.await_told(section, wait_lost)
+                else:
+                    await self.fenced(
+                        store,
+                        op_id,
+                        section,
+                        [(resource, section.token)],
+                        kind,
+                        wait_lost,
+                        rng,
+                        mode=mode,
+                    )
                 section.t_rel = self.now()
-        except OwnershipError as error:  # LockLostError, LeadershipLostError
+        except LeaseHeldError as error:  # an OwnershipError, but nothing was held
+            return Outcome("fail", _name(error), section.value(lost=False, mode=mode))
+        except OwnershipError as error:  # LockLostError, LeadershipLostError, NotOwnerError
             return Outcome("fail", _name(error), section.value(lost=True, mode=mode))
         except CoordinationError as error:
             if section.t_acq is None:  # never held: nothing to judge
                 return Outcome("fail", _name(error), section.value(lost=False, mode=mode))
             return Outcome("unknown", _name(error), section.value(lost=False, mode=mode))
         return Outcome("ok", None, section.value(lost=False, mode=mode))
+
+    @staticmethod
+    def token_of(holder: Mutex | LeaderElection | LeaderLatch) -> Callable[[], Awaitable[int]]:
+        """The holder's own fencing token (its node's creation zxid)."""
+
+        async def token() -> int:
+            return holder.fencing_token
+
+        return token
+
+    def exclusive_step(
+        self,
+        recipe: str,
+        kind: str,
+        holding: Callable[[], contextlib.AbstractAsyncContextManager[object]],
+        token: Callable[[], Awaitable[int | None]],
+        wait_lost: Callable[[], Awaitable[None]],
+        store: StoreClient,
+        rng: random.Random,
+        *,
+        resource: str | None = None,
+    ) -> _Step:
+        """A step that holds an exclusive recipe (``holding()``, made when the step
+        runs) and writes under it to ``resource`` (default: the recipe's name)."""
+        return (
+            recipe,
+            kind,
+            lambda op_id: self.hold_fenced(
+                op_id, holding(), token, wait_lost, resource or recipe, store, rng
+            ),
+        )
 
     async def fenced_loop(
         self, driver: str, client: aiocoord.Client, pause: float, pick: _Pick
@@ -376,21 +493,34 @@ class Worker:
         lock = Mutex(client, MUTEX, data=f"{self.name}/{driver}".encode())
 
         def pick(rng: random.Random, store: StoreClient) -> _Step:
-            return (
+            return self.exclusive_step(
                 "mutex",
                 "hold",
-                lambda op_id: self.hold_fenced(
-                    op_id,
-                    lock.hold(timeout=ACQUIRE_TIMEOUT),
-                    lock,
-                    "mutex",
-                    "exclusive",
-                    store,
-                    rng,
-                ),
+                lambda: lock.hold(timeout=ACQUIRE_TIMEOUT),
+                self.token_of(lock),
+                lock.wait_lost,
+                store,
+                rng,
             )
 
         await self.fenced_loop(driver, client, 0.3, pick)
+
+    async def mutex_local_loop(self, driver: str, client: aiocoord.Client, lock: Mutex) -> None:
+        """One of several tasks sharing a Mutex(local_handoff=...): they pass the lock
+        among themselves, each grant with its own, larger token."""
+
+        def pick(rng: random.Random, store: StoreClient) -> _Step:
+            return self.exclusive_step(
+                "mutex-local",
+                "hold",
+                lambda: lock.hold(timeout=ACQUIRE_TIMEOUT),
+                self.token_of(lock),
+                lock.wait_lost,
+                store,
+                rng,
+            )
+
+        await self.fenced_loop(driver, client, 0.1, pick)
 
     async def rw_loop(self, driver: str, client: aiocoord.Client) -> None:
         rw = ReadWriteLock(client, RWLOCK, data=f"{self.name}/{driver}".encode())
@@ -405,12 +535,13 @@ class Worker:
                 lambda op_id: self.hold_fenced(
                     op_id,
                     lock.hold(timeout=ACQUIRE_TIMEOUT),
-                    lock,
+                    self.token_of(lock),
+                    lock.wait_lost,
                     "rwlock",
-                    "rw",
                     store,
                     rng,
-                    mode,
+                    kind="rw",
+                    mode=mode,
                 ),
             )
 
@@ -420,18 +551,14 @@ class Worker:
         election = LeaderElection(client, LEADER, f"{self.name}/{driver}")
 
         def pick(rng: random.Random, store: StoreClient) -> _Step:
-            return (
+            return self.exclusive_step(
                 "leader",
                 "term",
-                lambda op_id: self.hold_fenced(
-                    op_id,
-                    election.leadership(timeout=ACQUIRE_TIMEOUT),
-                    election,
-                    "leader",
-                    "exclusive",
-                    store,
-                    rng,
-                ),
+                lambda: election.leadership(timeout=ACQUIRE_TIMEOUT),
+                self.token_of(election),
+                election.wait_lost,
+                store,
+                rng,
             )
 
         await self.fenced_loop(driver, client, 0.4, pick)
@@ -460,9 +587,7 @@ class Worker:
             if stat is None or stat.ephemeral_owner != client.session_id:
                 # Our lease node is gone already: the recipe must say so.
                 section.rejected, section.reason = True, "the lease node is gone"
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(TOLD_BOUND):
-                        await lease.wait_lost()
+                await self.await_told(section, lease.wait_lost)
             else:
                 section.token = stat.czxid
                 body = asyncio.ensure_future(
@@ -470,7 +595,7 @@ class Worker:
                         store,
                         op_id,
                         section,
-                        "semaphore",
+                        [("semaphore", section.token)],
                         "semaphore",
                         lease.wait_lost,
                         rng,
@@ -478,19 +603,9 @@ class Worker:
                         node=lease.node,
                     )
                 )
-                watcher = asyncio.ensure_future(lease.wait_lost())
-                try:
-                    await asyncio.wait({body, watcher}, return_when=asyncio.FIRST_COMPLETED)
-                    if not body.done():  # lost while inside: leave at once
-                        body.cancel()
-                        lost = True
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await body
-                    if not lost:
-                        section.t_rel = self.now()
-                finally:
-                    watcher.cancel()
-                    body.cancel()
+                lost = await self.unless_lost(body, [asyncio.ensure_future(lease.wait_lost())])
+                if not lost:
+                    section.t_rel = self.now()
         except CoordinationError as error:
             with contextlib.suppress(CoordinationError):
                 await lease.release()
@@ -500,6 +615,27 @@ class Worker:
         if lost:
             return Outcome("fail", "lease lost", section.value(lost=True))
         return Outcome("ok", None, section.value(lost=False))
+
+    @staticmethod
+    async def unless_lost(
+        body: asyncio.Future[None], losses: Sequence[asyncio.Future[Any]]
+    ) -> bool:
+        """Run ``body`` (a critical section outside any cancel scope) until it ends or
+        one of ``losses`` (waits for a loss) does; a loss first cancels it: True then."""
+        lost = False
+        try:
+            await asyncio.wait({body, *losses}, return_when=asyncio.FIRST_COMPLETED)
+            if not body.done():  # lost while inside: leave at once
+                body.cancel()
+                lost = True
+            with contextlib.suppress(asyncio.CancelledError):
+                await body
+        finally:
+            body.cancel()
+            for loss in losses:
+                loss.cancel()
+            await asyncio.gather(*losses, return_exceptions=True)
+        return lost
 
     async def semaphore_loop(self, driver: str, client: aiocoord.Client) -> None:
         semaphore = Semaphore(
@@ -514,6 +650,203 @@ class Worker:
             )
 
         await self.fenced_loop(driver, client, 0.3, pick)
+
+    async def semmutex_loop(self, driver: str, client: aiocoord.Client) -> None:
+        """A SemaphoreMutex (a one-lease semaphore), fenced as the Mutex with its lease
+        node's creation zxid: leases on one path are granted in creation order."""
+        lock = SemaphoreMutex(client, SEMMUTEX, data=f"{self.name}/{driver}".encode())
+
+        async def token() -> int | None:
+            stat = await client.exists(lock.fence().node)
+            if stat is None or stat.ephemeral_owner != client.session_id:
+                return None
+            return stat.czxid
+
+        def pick(rng: random.Random, store: StoreClient) -> _Step:
+            return self.exclusive_step(
+                "semmutex",
+                "hold",
+                lambda: lock.hold(timeout=ACQUIRE_TIMEOUT),
+                token,
+                lock.wait_lost,
+                store,
+                rng,
+            )
+
+        await self.fenced_loop(driver, client, 0.4, pick)
+
+    async def lease_loop(self, driver: str, client: aiocoord.Client) -> None:
+        """The Lease (a try-lock on TTL nodes, kept alive while held), fenced with its
+        node's creation zxid. Taking it never waits: a held lease is a ``fail``."""
+        lease = Lease(client, LEASE, LEASE_TTL, f"{self.name}/{driver}")
+
+        async def token() -> int | None:
+            node = lease.node
+            stat = None if node is None else await client.exists(node)
+            return None if stat is None else stat.czxid
+
+        async def wait_lost() -> None:
+            if lease.is_held:
+                await lease.wait_lost()
+
+        def pick(rng: random.Random, store: StoreClient) -> _Step:
+            return self.exclusive_step("lease", "hold", lease.hold, token, wait_lost, store, rng)
+
+        await self.fenced_loop(driver, client, 0.4, pick)
+
+    async def hold_multi(
+        self,
+        op_id: str,
+        multi: MultiLock,
+        locks: tuple[Mutex, Mutex],
+        store: StoreClient,
+        rng: random.Random,
+    ) -> Outcome:
+        """Take both locks through the MultiLock; write to both resources, each with
+        its lock's fencing token (begin a, begin b, end b, end a)."""
+        section = _Section()
+        try:
+            if not await multi.acquire(ACQUIRE_TIMEOUT):
+                return Outcome("fail", "timeout", section.value(lost=False))
+        except CoordinationError as error:
+            return Outcome("fail", _name(error), section.value(lost=False))
+        first, second = locks
+        lost, error_text, unknown = False, None, False
+        tokens: dict[str, int] = {}
+        try:
+            section.t_acq = self.now()
+            tokens = {"token_a": first.fencing_token, "token_b": second.fencing_token}
+            section.token = tokens["token_b"]
+            losses = [asyncio.ensure_future(lock.wait_lost()) for lock in locks]
+
+            async def wait_lost() -> None:
+                await asyncio.wait(losses, return_when=asyncio.FIRST_COMPLETED)
+
+            writes = [("multi-a", tokens["token_a"]), ("multi-b", tokens["token_b"])]
+            body = asyncio.ensure_future(
+                self.fenced(store, op_id, section, writes, "exclusive", wait_lost, rng)
+            )
+            lost = await self.unless_lost(body, losses)
+            lost = lost or not all(lock.is_owned_by_current_task() for lock in locks)
+            if not lost:
+                section.t_rel = self.now()
+        except OwnershipError as error:  # lost before its token could be read
+            lost, error_text = True, _name(error)
+        except CoordinationError as error:
+            unknown, error_text = True, _name(error)
+        finally:
+            try:
+                await multi.release()
+            except CoordinationError as error:
+                unknown, error_text = not lost, error_text or _name(error)
+        if lost:
+            return Outcome("fail", error_text or "lost", section.value(lost=True, **tokens))
+        if unknown:
+            return Outcome("unknown", error_text, section.value(lost=False, **tokens))
+        return Outcome("ok", None, section.value(lost=False, **tokens))
+
+    async def multilock_loop(self, driver: str, client: aiocoord.Client) -> None:
+        """A MultiLock over two Mutex paths; a third of the steps take the second path
+        alone, with a plain Mutex, so the MultiLock's hold is tested against it."""
+        data = f"{self.name}/{driver}".encode()
+        locks = (Mutex(client, MULTI_A, data=data), Mutex(client, MULTI_B, data=data))
+        multi = MultiLock(locks)
+
+        def pick(rng: random.Random, store: StoreClient) -> _Step:
+            if rng.random() < 0.35:
+                alone = locks[1]
+                return self.exclusive_step(
+                    "multilock",
+                    "b-only",
+                    lambda: alone.hold(timeout=ACQUIRE_TIMEOUT),
+                    self.token_of(alone),
+                    alone.wait_lost,
+                    store,
+                    rng,
+                    resource="multi-b",
+                )
+            return (
+                "multilock",
+                "both",
+                lambda op_id: self.hold_multi(op_id, multi, locks, store, rng),
+            )
+
+        await self.fenced_loop(driver, client, 0.4, pick)
+
+    async def latch_term(
+        self,
+        op_id: str,
+        client: aiocoord.Client,
+        driver: str,
+        store: StoreClient,
+        rng: random.Random,
+    ) -> Outcome:
+        """Join the latch, wait to lead, write one fenced section as leader, leave.
+
+        A term runs from leading (``wait_leader``) to leaving (``t_rel``) or to
+        ``changes()`` yielding False (``t_lost``: the loss, which ends the section).
+        """
+        latch = LeaderLatch(client, LATCH, f"{self.name}/{driver}")
+        section = _Section()
+        gained, told = asyncio.Event(), asyncio.Event()
+        t_lost: list[float] = []
+
+        async def follow() -> None:
+            try:
+                async for leading in latch.changes():
+                    if leading:
+                        gained.set()
+                    elif gained.is_set():
+                        t_lost.append(self.now())
+                        return
+            finally:
+                if gained.is_set():  # lost, or the latch ended (failed) while leading
+                    told.set()
+
+        async def wait_told() -> None:
+            await told.wait()
+
+        follower = asyncio.ensure_future(follow())
+        await asyncio.sleep(0)  # subscribed before the latch starts: no change is missed
+        started = False
+        try:
+            try:
+                await latch.start()
+                started = True
+                if not await latch.wait_leader(ACQUIRE_TIMEOUT):
+                    return Outcome("fail", "timeout", section.value(lost=False))
+                section.t_acq = self.now()
+                section.token = latch.fencing_token
+            except NotOwnerError as error:  # lost between leading and reading the token
+                return Outcome("fail", _name(error), section.value(lost=True, t_lost=self.now()))
+            except CoordinationError as error:
+                return Outcome("fail", _name(error), section.value(lost=False))
+            body = asyncio.ensure_future(
+                self.fenced(
+                    store, op_id, section, [("latch", section.token)], "exclusive", wait_told, rng
+                )
+            )
+            lost = await self.unless_lost(body, [asyncio.ensure_future(told.wait())])
+            if lost or told.is_set():
+                ended = t_lost[0] if t_lost else self.now()
+                return Outcome("fail", "leadership lost", section.value(lost=True, t_lost=ended))
+            section.t_rel = self.now()
+            return Outcome("ok", None, section.value(lost=False))
+        finally:
+            follower.cancel()
+            await asyncio.gather(follower, return_exceptions=True)
+            if started:
+                await latch.close()
+
+    async def latch_loop(self, driver: str, client: aiocoord.Client) -> None:
+        def pick(rng: random.Random, store: StoreClient) -> _Step:
+            return (
+                "latch",
+                "term",
+                lambda op_id: self.latch_term(op_id, client, driver, store, rng),
+            )
+
+        await self.fenced_loop(driver, client, 0.4, pick)
 
     # --- counters ---------------------------------------------------------------------------
 
@@ -559,6 +892,87 @@ class Worker:
             )
 
         await self.forever(driver, step, 0.15)
+
+    def unique_value(self, serial: int, driver: int) -> int:
+        """A SharedCount value no other write of the run uses (fits 32 bits)."""
+        index = int(self.name.lstrip("w") or 0)
+        return (index + 1) * 10_000_000 + serial * 2 + driver
+
+    async def try_set(self, count: SharedCount, previous: VersionedValue[int], new: int) -> Outcome:
+        try:
+            done = await count.try_set_count(previous, new)
+        except CoordinationError as error:
+            status: Status = "fail" if _unsent(error) else "unknown"
+            return Outcome(status, _name(error))
+        return Outcome("ok") if done else Outcome("fail", "refused")
+
+    async def shared_count_loop(self, driver: str, client: aiocoord.Client, number: int) -> None:
+        """Compare-and-set a SharedCount to values of our own, each from the version
+        and value the count last heard; the history says which sets won."""
+        count = SharedCount(client, SHARED_COUNT, 0)
+        serial = itertools.count(1)
+        while not self.stopping.is_set():
+            try:
+                async with asyncio.timeout(ACQUIRE_TIMEOUT):
+                    await count.start()
+                break
+            except (TimeoutError, CoordinationError) as error:
+                log.info("%s: SharedCount did not start (%r); again", driver, error)
+                await self.nap(1.0)
+        else:
+            return
+
+        async def step(rng: random.Random) -> None:
+            previous = count.versioned_value
+            new = self.unique_value(next(serial), number)
+            await self.op(
+                "shared-count",
+                "try_set",
+                lambda _op: self.try_set(count, previous, new),
+                driver=driver,
+                prev_version=previous.version,
+                prev_value=previous.value,
+                new=new,
+            )
+
+        try:
+            await self.forever(driver, step, 0.3)
+        finally:
+            await count.aclose()
+
+    async def sharded_loop(self, driver: str, client: aiocoord.Client, *, coalesce: bool) -> None:
+        """±1 on a ShardedCounter with a small bound, and now and then a read of the
+        exact total (which must be within the bounds)."""
+        counter = ShardedCounter(
+            client, SHARDED, upper=SHARDED_UPPER, shards=SHARDED_SHARDS, coalesce=coalesce
+        )
+
+        async def add(delta: int) -> Outcome:
+            try:
+                result = await counter.add(delta)
+            except CoordinationError as error:
+                status: Status = "fail" if _unsent(error) else "unknown"
+                return Outcome(status, _name(error), {"delta": delta})
+            value = {"delta": delta, "pre": result.pre_value, "post": result.post_value}
+            if result.succeeded:
+                return Outcome("ok", None, value)
+            return Outcome("fail", str(result.reason), value)
+
+        async def total() -> Outcome:
+            try:
+                result = await counter.get()
+            except CoordinationError as error:
+                return Outcome("fail", _name(error))
+            return Outcome("ok", None, {"total": result.post_value})
+
+        async def step(rng: random.Random) -> None:
+            if rng.random() < 0.2:
+                await self.op("sharded", "get", lambda _op: total(), driver=driver)
+                return
+            delta = 1 if rng.random() < 0.6 else -1
+            await self.op("sharded", "add", lambda _op: add(delta), driver=driver, delta=delta)
+
+        await self.forever(driver, step, 0.3)
 
     # --- double barrier -------------------------------------------------------------------
 
@@ -609,29 +1023,140 @@ class Worker:
 
         await self.forever(driver, step, 0.2)
 
+    # --- plain barrier ------------------------------------------------------------------------
+
+    @staticmethod
+    async def gate_call(gate: Barrier, kind: str, _op_id: str) -> Outcome:
+        """Set or remove a plain barrier (``kind``), for :meth:`op`."""
+        try:
+            await (gate.set_barrier() if kind == "set" else gate.remove_barrier())
+        except CoordinationError as error:
+            return Outcome("unknown", _name(error))
+        return Outcome("ok")
+
+    async def gate_loop(self, driver: str, client: aiocoord.Client) -> None:
+        """Set and remove this worker's own barrier in turns (one task: the history
+        orders its node's states); remove it at the end, so nobody waits on."""
+        path = f"{GATE}/{self.name}"
+        gate = Barrier(client, path)
+        rng = self.rng(driver)
+        closed = False
+        await self.nap(rng.uniform(0, 0.5))
+        try:
+            while not self.stopping.is_set():
+                kind = "remove" if closed else "set"
+                call = functools.partial(self.gate_call, gate, kind)
+                await self.op("gate", kind, call, path=path)
+                closed = not closed
+                await self.nap(rng.uniform(0.4, 1.5) if closed else rng.uniform(0.2, 0.6))
+        finally:
+            if closed:
+                remove = functools.partial(self.gate_call, gate, "remove")
+                await self.op("gate", "remove", remove, path=path)
+
+    async def gate_wait_loop(self, driver: str, client: aiocoord.Client) -> None:
+        """Wait on any worker's barrier: released (ok) or not within GATE_WAIT (fail)."""
+
+        async def wait(gate: Barrier) -> Outcome:
+            try:
+                released = await gate.wait_on_barrier(GATE_WAIT)
+            except CoordinationError as error:
+                return Outcome("unknown", _name(error))
+            return Outcome("ok") if released else Outcome("fail", "timeout")
+
+        async def step(rng: random.Random) -> None:
+            path = f"{GATE}/w{rng.randrange(self.config.members)}"
+            gate = Barrier(client, path)
+            await self.op("gate", "wait", lambda _op: wait(gate), driver=driver, path=path)
+
+        await self.forever(driver, step, 0.3)
+
     # --- queues -----------------------------------------------------------------------------
 
     @staticmethod
-    async def put(queue: Queue[bytes], item: str) -> Outcome:
+    async def put(send: Callable[[], Awaitable[bool]], item: str) -> Outcome:
         try:
-            put = await queue.put(item.encode(), timeout=ACQUIRE_TIMEOUT)
+            put = await send()
         except CoordinationError as error:
             status: Status = "fail" if _unsent(error) else "unknown"
             return Outcome(status, _name(error), {"item": item})
         return Outcome("ok" if put else "fail", None if put else "full", {"item": item})
 
-    async def put_loop(self, driver: str, client: aiocoord.Client, recipe: str, path: str) -> None:
-        queue: Queue[bytes] = Queue(client, path)
+    async def put_loop(self, driver: str, recipe: str, put: _Put, pause: float = 0.25) -> None:
+        """Put item after item: ``put(item, rng)`` says how (and what to record)."""
         serial = itertools.count(1)
 
         async def step(rng: random.Random) -> None:
             item = f"{self.name}-{driver}-{next(serial)}"
-            await self.op(recipe, "put", lambda _op: self.put(queue, item), item=item)
+            send, args = put(item, rng)
+            await self.op(recipe, "put", lambda _op: self.put(send, item), item=item, **args)
 
-        await self.forever(driver, step, 0.25)
+        await self.forever(driver, step, pause)
 
-    @staticmethod
-    async def get(queue: Queue[bytes]) -> Outcome:
+    async def fifo_put_loop(
+        self, driver: str, client: aiocoord.Client, recipe: str, path: str
+    ) -> None:
+        queue: Queue[bytes] = Queue(client, path)
+
+        def put(
+            item: str, rng: random.Random
+        ) -> tuple[Callable[[], Awaitable[bool]], dict[str, Any]]:
+            return (lambda: queue.put(item.encode(), timeout=ACQUIRE_TIMEOUT)), {}
+
+        await self.put_loop(driver, recipe, put)
+
+    async def priority_put_loop(self, driver: str, client: aiocoord.Client) -> None:
+        queue: PriorityQueue[bytes] = PriorityQueue(client, PQUEUE)
+
+        def put(
+            item: str, rng: random.Random
+        ) -> tuple[Callable[[], Awaitable[bool]], dict[str, Any]]:
+            priority = rng.randint(-2, 2)
+            send = lambda: queue.put(item.encode(), priority, timeout=ACQUIRE_TIMEOUT)  # noqa: E731
+            return send, {"priority": priority}
+
+        await self.put_loop(driver, "pqueue", put, 0.4)
+
+    async def delay_put_loop(self, driver: str, client: aiocoord.Client) -> None:
+        """Items due 0 to 1.5 s from now; ``due_ms`` is the due time the recipe puts
+        in the item's name (wall clock, as its consumers read it)."""
+        queue: DelayQueue[bytes] = DelayQueue(client, DQUEUE)
+
+        def put(
+            item: str, rng: random.Random
+        ) -> tuple[Callable[[], Awaitable[bool]], dict[str, Any]]:
+            delay = rng.choice((0.0, rng.uniform(0.1, 1.5)))
+            due = time.time() + delay
+            send = lambda: queue.put(item.encode(), at=due, timeout=ACQUIRE_TIMEOUT)  # noqa: E731
+            return send, {"delay": round(delay, 3), "due_ms": round(due * 1000)}
+
+        await self.put_loop(driver, "dqueue", put, 0.4)
+
+    async def id_queue_loop(self, driver: str, client: aiocoord.Client) -> None:
+        """Put items under a few ids of ours; now and then remove every item of one id."""
+        queue: IdQueue[bytes] = IdQueue(client, IDQUEUE)
+        serial = itertools.count(1)
+
+        async def remove(item_id: str) -> Outcome:
+            try:
+                removed = await queue.remove(item_id)
+            except CoordinationError as error:
+                status: Status = "fail" if _unsent(error) else "unknown"
+                return Outcome(status, _name(error))
+            return Outcome("ok", None, {"removed": removed})
+
+        async def step(rng: random.Random) -> None:
+            item_id = f"{self.name}-{rng.randrange(6)}"
+            if rng.random() < 0.1:
+                await self.op("idqueue", "remove", lambda _op: remove(item_id), id=item_id)
+                return
+            item = f"{self.name}-{driver}-{next(serial)}"
+            send = lambda: queue.put(item.encode(), item_id, timeout=ACQUIRE_TIMEOUT)  # noqa: E731
+            await self.op("idqueue", "put", lambda _op: self.put(send, item), item=item, id=item_id)
+
+        await self.forever(driver, step, 0.4)
+
+    async def get(self, queue: _Queue) -> Outcome:
         try:
             data = await queue.get(QUEUE_WAIT)
         except QueueEmptyError:
@@ -644,22 +1169,20 @@ class Worker:
             return Outcome("fail", _name(error))
         except CoordinationError as error:
             return Outcome("unknown", _name(error))
-        return Outcome("ok", None, {"item": data.decode()})
+        return Outcome("ok", None, {"item": data.decode(), "wall_ms": _wall_ms()})
 
-    async def get_loop(self, driver: str, client: aiocoord.Client) -> None:
-        queue: Queue[bytes] = Queue(client, QUEUE)
-
+    async def get_loop(self, driver: str, recipe: str, queue: _Queue, pause: float = 0.1) -> None:
         async def step(rng: random.Random) -> None:
-            await self.op("queue", "get", lambda _op: self.get(queue), driver=driver)
+            await self.op(recipe, "get", lambda _op: self.get(queue), driver=driver)
 
-        await self.forever(driver, step, 0.1)
+        await self.forever(driver, step, pause)
 
-    async def take(self, queue: Queue[bytes], rng: random.Random) -> Outcome:
+    async def take(self, queue: _Queue, rng: random.Random) -> Outcome:
         """Take one item at least once: the block returning deletes it."""
         seen: dict[str, Any] = {}
         try:
             async with queue.take(QUEUE_WAIT) as data:
-                seen |= {"item": data.decode(), "t_body": self.now()}
+                seen |= {"item": data.decode(), "t_body": self.now(), "wall_ms": _wall_ms()}
                 await asyncio.sleep(rng.uniform(0.01, 0.1))
                 seen["t_end"] = self.now()
         except QueueEmptyError:
@@ -675,13 +1198,55 @@ class Worker:
             return Outcome(status, _name(error), seen)
         return Outcome("ok", None, seen)
 
-    async def take_loop(self, driver: str, client: aiocoord.Client) -> None:
-        queue: Queue[bytes] = Queue(client, AQUEUE)
+    async def take_loop(self, driver: str, recipe: str, queue: _Queue, pause: float = 0.1) -> None:
+        async def step(rng: random.Random) -> None:
+            await self.op(recipe, "take", lambda _op: self.take(queue, rng), driver=driver)
+
+        await self.forever(driver, step, pause)
+
+    # --- group membership -------------------------------------------------------------------
+
+    async def group_loop(self, driver: str, client: aiocoord.Client) -> None:
+        """Members that join and leave (ids used once), and updates of the data of the
+        members kept for the whole run (``self.members``, compared at the end)."""
+        serial = itertools.count(1)
+
+        async def join(member: GroupMember) -> Outcome:
+            try:
+                await member.start()
+            except CoordinationError as error:
+                return Outcome("fail", _name(error))
+            return Outcome("ok")
+
+        async def leave(member: GroupMember) -> Outcome:
+            await member.close()
+            return Outcome("ok")
+
+        async def update(member: GroupMember, data: bytes) -> Outcome:
+            try:
+                await member.update(data)
+            except CoordinationError as error:
+                status: Status = "fail" if _unsent(error) else "unknown"
+                return Outcome(status, _name(error))
+            return Outcome("ok")
 
         async def step(rng: random.Random) -> None:
-            await self.op("aqueue", "take", lambda _op: self.take(queue, rng), driver=driver)
+            if self.members and rng.random() < 0.4:
+                member = rng.choice(self.members)
+                data = f"{self.name}-{next(self._serial)}".encode()
+                done = await self.op(
+                    "group", "update", lambda _op: update(member, data), id=member.member_id
+                )
+                self.data_sure[member.member_id] = done.status == "ok"
+                return
+            member_id = f"{self.name}-{driver}-{next(serial)}"
+            member = GroupMember(client, GROUP, member_id, member_id.encode())
+            joined = await self.op("group", "join", lambda _op: join(member), id=member_id)
+            if joined.status == "ok":
+                await asyncio.sleep(rng.uniform(0.1, 0.8))
+                await self.op("group", "leave", lambda _op: leave(member), id=member_id)
 
-        await self.forever(driver, step, 0.1)
+        await self.forever(driver, step, 0.5)
 
     # --- the tree under the caches -------------------------------------------------------
 
@@ -739,17 +1304,23 @@ class Worker:
 
         await self.forever(driver, step, 0.1)
 
-    async def cache_final(self) -> dict[str, Any]:
-        """Once every writer has stopped: does the cache's view equal the server's tree?"""
-        result: dict[str, Any] = {"type": "final", "what": "cache", "worker": self.name}
-        cache = self.cache
-        client = self.clients[0]
+    async def cache_final(
+        self,
+        what: str,
+        cache: _AnyCache | None,
+        client: aiocoord.Client,
+        root: str,
+        depth: int | None,
+    ) -> dict[str, Any]:
+        """Once every writer has stopped: does the cache's view equal the server's
+        tree under ``root`` (down to ``depth``)?"""
+        result: dict[str, Any] = {"type": "final", "what": what, "worker": self.name, "path": root}
         started = time.monotonic()
         try:
             assert cache is not None
             async with asyncio.timeout(CACHE_SETTLE + 30):
-                await client.sync(TREE)
-                server = await read_tree(client, TREE)
+                await client.sync(root)
+                server = await read_tree(client, root, depth)
                 view: dict[str, tuple[str, int]] = {}
                 deadline = time.monotonic() + CACHE_SETTLE
                 while True:
@@ -773,10 +1344,45 @@ class Worker:
         }
         return result
 
+    async def group_final(self) -> dict[str, Any]:
+        """Which of the members kept for the run are members now (given time to come
+        back after an outage), with the data each last published for sure."""
+        alive: dict[str, dict[str, Any]] = {}
+        for member in self.members:
+            with contextlib.suppress(TimeoutError, CoordinationError, RuntimeError):
+                async with asyncio.timeout(CACHE_SETTLE):
+                    await member.wait_member()
+            if member.is_member:
+                alive[member.member_id] = {
+                    "data": member.data.hex(),
+                    "sure": self.data_sure.get(member.member_id, True),
+                }
+        return {"type": "final", "what": "group-alive", "worker": self.name, "members": alive}
+
+    async def finals(self) -> list[dict[str, Any]]:
+        """What the controller records once the workers have stopped (``final``)."""
+        standard, session = self.clients
+        return list(
+            await asyncio.gather(
+                self.cache_final("cache", self.cache, standard, TREE, None),
+                self.cache_final("node-cache", self.node_cache, session, NODE_CACHED, 0),
+                self.cache_final(
+                    "children-cache", self.children_cache, session, CHILDREN_CACHED, 1
+                ),
+                self.group_final(),
+            )
+        )
+
     # --- running --------------------------------------------------------------------------------
 
     def drivers(self) -> list[tuple[str, Coroutine[Any, Any, None]]]:
         standard, session = self.clients
+        local = Mutex(
+            standard,
+            MUTEX_LOCAL,
+            data=f"{self.name}/local".encode(),
+            local_handoff=MUTEX_LOCAL_BOUND,
+        )
         long_counter = AtomicLong(standard, COUNTER_LONG)
         int_counter = AtomicInt(
             session,
@@ -784,26 +1390,55 @@ class Worker:
             retry=RetryNTimes(2, 0.001),
             promoted_to_lock=PromotedToLock(COUNTER_INT_LOCK, max_lock_time=ACQUIRE_TIMEOUT),
         )
+        pqueue: PriorityQueue[bytes] = PriorityQueue(session, PQUEUE)
+        idqueue: IdQueue[bytes] = IdQueue(session, IDQUEUE)
+        dqueues: list[DelayQueue[bytes]] = [DelayQueue(c, DQUEUE) for c in self.clients]
         return [
             ("mutex-0", self.mutex_loop("mutex-0", standard)),
             ("mutex-1", self.mutex_loop("mutex-1", session)),
+            *(
+                (f"mutex-local-{i}", self.mutex_local_loop(f"mutex-local-{i}", standard, local))
+                for i in range(3)
+            ),
             ("rwlock-0", self.rw_loop("rwlock-0", standard)),
             ("rwlock-1", self.rw_loop("rwlock-1", session)),
             ("semaphore-0", self.semaphore_loop("semaphore-0", standard)),
             ("semaphore-1", self.semaphore_loop("semaphore-1", session)),
+            ("semmutex-0", self.semmutex_loop("semmutex-0", standard)),
+            ("semmutex-1", self.semmutex_loop("semmutex-1", session)),
+            ("multilock-0", self.multilock_loop("multilock-0", standard)),
+            ("multilock-1", self.multilock_loop("multilock-1", session)),
+            ("lease-0", self.lease_loop("lease-0", standard)),
+            ("lease-1", self.lease_loop("lease-1", session)),
             ("leader-0", self.leader_loop("leader-0", standard)),
             ("leader-1", self.leader_loop("leader-1", session)),
+            ("latch-0", self.latch_loop("latch-0", standard)),
+            ("latch-1", self.latch_loop("latch-1", session)),
             # Two tasks on one counter and client: their increments are coalesced.
             ("counter-a", self.counter_loop("counter-a", long_counter, "counter", COUNTER_LONG)),
             ("counter-b", self.counter_loop("counter-b", long_counter, "counter", COUNTER_LONG)),
             ("counter-int", self.counter_loop("counter-int", int_counter, "counter", COUNTER_INT)),
             ("counter-bounded", self.bounded_loop("counter-bounded", session)),
+            ("shared-count-0", self.shared_count_loop("shared-count-0", standard, 0)),
+            ("shared-count-1", self.shared_count_loop("shared-count-1", session, 1)),
+            ("sharded-0", self.sharded_loop("sharded-0", standard, coalesce=True)),
+            ("sharded-1", self.sharded_loop("sharded-1", session, coalesce=False)),
             ("barrier", self.barrier_loop("barrier", standard)),
-            ("queue-put", self.put_loop("queue-put", standard, "queue", QUEUE)),
-            ("queue-get", self.get_loop("queue-get", session)),
-            ("aqueue-put", self.put_loop("aqueue-put", session, "aqueue", AQUEUE)),
-            ("aqueue-take-0", self.take_loop("aqueue-take-0", standard)),
-            ("aqueue-take-1", self.take_loop("aqueue-take-1", session)),
+            ("gate", self.gate_loop("gate", standard)),
+            ("gate-wait", self.gate_wait_loop("gate-wait", session)),
+            ("queue-put", self.fifo_put_loop("queue-put", standard, "queue", QUEUE)),
+            ("queue-get", self.get_loop("queue-get", "queue", Queue(session, QUEUE))),
+            ("aqueue-put", self.fifo_put_loop("aqueue-put", session, "aqueue", AQUEUE)),
+            ("aqueue-take-0", self.take_loop("aqueue-take-0", "aqueue", Queue(standard, AQUEUE))),
+            ("aqueue-take-1", self.take_loop("aqueue-take-1", "aqueue", Queue(session, AQUEUE))),
+            ("pqueue-put", self.priority_put_loop("pqueue-put", standard)),
+            ("pqueue-get", self.get_loop("pqueue-get", "pqueue", pqueue, 0.2)),
+            ("dqueue-put", self.delay_put_loop("dqueue-put", session)),
+            ("dqueue-take-0", self.take_loop("dqueue-take-0", "dqueue", dqueues[0], 0.2)),
+            ("dqueue-take-1", self.take_loop("dqueue-take-1", "dqueue", dqueues[1], 0.2)),
+            ("idqueue", self.id_queue_loop("idqueue", standard)),
+            ("idqueue-get", self.get_loop("idqueue-get", "idqueue", idqueue, 0.2)),
+            ("group", self.group_loop("group", standard)),
             ("tree", self.tree_loop("tree", standard)),
             ("witness", self.witness_loop("witness", session)),
         ]
@@ -815,8 +1450,18 @@ class Worker:
             )
             self.clients.append(client)
             await client.start()
-        self.cache = TreeCache(self.clients[0], TREE)
+        standard, session = self.clients
+        self.cache = TreeCache(standard, TREE)
         await self.cache.start()
+        self.node_cache = NodeCache(session, NODE_CACHED)
+        await self.node_cache.start()
+        self.children_cache = ChildrenCache(session, CHILDREN_CACHED)
+        await self.children_cache.start()
+        for index, client in enumerate(self.clients):
+            member_id = f"{self.name}-keep-{index}"
+            member = GroupMember(client, GROUP, member_id, member_id.encode())
+            await member.start()
+            self.members.append(member)
 
     async def fault(self, command: dict[str, Any]) -> None:
         """Expire a session or drop a connection of one of our clients, as asked."""
@@ -832,10 +1477,15 @@ class Worker:
             self.reply({"reply": command["cmd"], "ok": False, "error": _name(error)})
 
     async def close(self) -> None:
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(10):
-                if self.cache is not None:
-                    await self.cache.aclose()
+        for member in self.members:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(10):
+                    await member.close()
+        for cache in (self.cache, self.node_cache, self.children_cache):
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(10):
+                    if cache is not None:
+                        await cache.aclose()
         for client in self.clients:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(10):
@@ -869,7 +1519,10 @@ class Worker:
                     _done, pending = await asyncio.wait(drivers, timeout=STOP_BOUND)
                     crashed: dict[str, str] = {}
                     for driver, driver_name in drivers.items():
-                        if driver.done() and not driver.cancelled():
+                        if driver.done() and driver.cancelled():
+                            # Nothing here cancels a driver before exit: it ended early.
+                            crashed[driver_name] = "cancelled, though nobody cancelled it"
+                        elif driver.done():
                             failure = driver.exception()
                             if failure is not None:
                                 log.error("%s crashed", driver_name, exc_info=failure)
@@ -877,7 +1530,7 @@ class Worker:
                     hung = sorted(drivers[t] for t in pending)
                     self.reply({"reply": "stopped", "hung": hung, "crashed": crashed})
                 elif name == "final":
-                    self.reply({"reply": "final", "cache": await self.cache_final()})
+                    self.reply({"reply": "final", "records": await self.finals()})
                 elif name == "exit":
                     break
         finally:

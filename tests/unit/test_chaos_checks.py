@@ -10,22 +10,32 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from chaos._checks import CHECKS, Verdict, run_checks
-from chaos._history import build_history
+from aiocoord._recipes._queue import wrap_item
+from chaos._checks import CHECKS, STALE_READ, Verdict, run_checks
+from chaos._controller import unwrap
+from chaos._history import build_history, read_records
 from chaos._layout import (
     AQUEUE,
     COUNTER_BOUND,
     COUNTER_BOUNDED,
     COUNTER_INT,
     COUNTER_LONG,
+    DQUEUE,
+    IDQUEUE,
+    PQUEUE,
     QUEUE,
+    SHARDED_UPPER,
+    STRAY_CANCEL,
 )
 from chaos._nemesis import FAULT_KINDS, schedule
 from chaos._store import FencedStore, StoreClient, StoreServer
+from chaos._worker import Outcome, Worker, WorkerConfig
 
 Record = dict[str, Any]
 
@@ -152,17 +162,50 @@ def puts(recipe: str, items: list[str], status: str = "ok") -> list[Record]:
     return records
 
 
-def gets(items: list[str], status: str = "ok") -> list[Record]:
+def gets(items: list[str], status: str = "ok", recipe: str = "queue") -> list[Record]:
     records: list[Record] = []
     for index, item in enumerate(items):
-        records += op(f"g:{index}{item}{status}", "queue", "get", 10 + index, 10.1 + index,
+        records += op(f"g:{index}{item}{status}", recipe, "get", 10 + index, 10.1 + index,
                       status, item=item)  # fmt: skip
     return records
 
 
-def takes(item: str, start: float, end: float, status: str = "ok", **value: Any) -> list[Record]:
-    return op(f"t:{item}{start}", "aqueue", "take", start - 0.1, end + 0.1, status,
+def takes(
+    item: str, start: float, end: float, status: str = "ok", recipe: str = "aqueue", **value: Any
+) -> list[Record]:
+    return op(f"t:{item}{start}", recipe, "take", start - 0.1, end + 0.1, status,
               item=item, t_body=start, t_end=end, **value)  # fmt: skip
+
+
+def term(
+    op_id: str, start: float, end: float, status: str = "ok", policy: str = "standard"
+) -> list[Record]:
+    """A latch term: leading from ``start`` to leaving (ok) or to being told of the loss."""
+    value: dict[str, Any] = {"t_acq": start, "lost": status != "ok"}
+    value |= {"t_rel": end} if status == "ok" else {"t_lost": end}
+    return op(op_id, "latch", "term", start - 0.5, end + 0.1, status,
+              args={"policy": policy}, **value)  # fmt: skip
+
+
+def sets(*writes: tuple[str, str, int, int, int]) -> list[Record]:
+    """SharedCount try_set operations: (id, status, previous version, its value, new value)."""
+    records: list[Record] = []
+    for index, (op_id, status, version, value, new) in enumerate(writes):
+        args = {"prev_version": version, "prev_value": value, "new": new}
+        records += op(op_id, "shared-count", "try_set", index, index + 0.5, status, args=args)
+    return records
+
+
+def gate(op_id: str, kind: str, start: float, end: float, status: str = "ok") -> list[Record]:
+    """A set, remove or wait on the plain barrier of worker w0."""
+    return op(op_id, "gate", kind, start, end, status, args={"path": "/chaos/gate/w0"})
+
+
+def sharded(op_id: str, kind: str, status: str = "ok", **value: Any) -> list[Record]:
+    delta = value.pop("delta", None)
+    args = {} if delta is None else {"delta": delta}
+    error = "bound" if status == "fail" else None
+    return op(op_id, "sharded", kind, 1.0, 1.1, status, error=error, args=args, **value)
 
 
 def processes(left: list[str]) -> Record:
@@ -283,6 +326,155 @@ BROKEN: dict[str, list[Record]] = {
         workers_end(),
     ],
     "processes.none-left": [processes(["pid 4242"])],
+    "semmutex.store": [
+        write(1, "semmutex", "a", 10, "begin"),
+        write(2, "semmutex", "b", 12, "begin"),
+        write(3, "semmutex", "a", 10, "end"),
+    ],
+    "semmutex.told": [
+        write(1, "semmutex", "w0:1", 10, "end", accepted=False),
+        *hold("w0:1", "semmutex", 1.0, 3.0, rejected=True, token=10),
+    ],
+    "semmutex.holds": [*hold("w0:1", "semmutex", 1.0, 3.0), *hold("w1:1", "semmutex", 2.0, 4.0)],
+    "mutex-local.store": [
+        write(1, "mutex-local", "a", 10 << 16, "begin"),
+        write(2, "mutex-local", "b", (10 << 16) + 1, "begin"),
+        write(3, "mutex-local", "a", 10 << 16, "end"),
+    ],
+    "mutex-local.told": [
+        write(1, "mutex-local", "w0:1", 10 << 16, "end", accepted=False),
+        *hold("w0:1", "mutex-local", 1.0, 3.0, rejected=True, token=10 << 16),
+    ],
+    "mutex-local.holds": [
+        *hold("w0:1", "mutex-local", 1.0, 3.0),
+        *hold("w0:2", "mutex-local", 2.0, 4.0),
+    ],
+    # A lone holder of the second lock wrote inside a MultiLock holder's section.
+    "multilock.store": [
+        write(1, "multi-a", "a", 10, "begin"),
+        write(2, "multi-b", "a", 20, "begin"),
+        write(3, "multi-b", "c", 22, "begin"),
+        write(4, "multi-b", "a", 20, "end"),
+        write(5, "multi-a", "a", 10, "end"),
+    ],
+    "multilock.told": [
+        write(1, "multi-a", "w0:1", 10, "begin", accepted=False),
+        *hold("w0:1", "multilock", 1.0, 3.0, kind="both"),
+    ],
+    "multilock.holds": [
+        *hold("w0:1", "multilock", 1.0, 3.0, kind="both"),
+        *hold("w1:1", "multilock", 2.0, 4.0, kind="b-only"),
+    ],
+    "lease.store": [
+        write(1, "lease", "a", 10, "begin"),
+        write(2, "lease", "b", 12, "begin"),
+        write(3, "lease", "a", 10, "end"),
+    ],
+    "lease.told": [
+        write(1, "lease", "w0:1", 10, "end", accepted=False),
+        *hold("w0:1", "lease", 1.0, 3.0, rejected=True, token=10),
+    ],
+    # A lease checks its own TTL on the clock: a session-policy holder is no excuse.
+    "lease.holds": [
+        *hold("w0:1", "lease", 1.0, 3.0, args={"policy": "session"}),
+        *hold("w1:1", "lease", 2.0, 4.0, args={"policy": "session"}),
+    ],
+    "latch.store": [
+        write(1, "latch", "a", 10, "begin"),
+        write(2, "latch", "b", 12, "begin"),
+        write(3, "latch", "a", 10, "end"),
+    ],
+    "latch.told": [
+        write(1, "latch", "w0:1", 10, "begin", accepted=False),
+        *term("w0:1", 1.0, 3.0),
+    ],
+    "latch.terms": [*term("w0:1", 1.0, 3.0), *term("w1:1", 2.9, 4.0)],
+    # w0 was told it lost leadership at t=3, after w1 had written as leader at t=2.
+    "latch.handover": [
+        *term("w0:1", 1.0, 3.0, "fail"),
+        *term("w1:1", 1.8, 2.5),
+        write(1, "latch", "w1:1", 12, "begin", t=2.0),
+        write(2, "latch", "w1:1", 12, "end", t=2.2),
+    ],
+    # Two sets won on version 1: one of them was not a versioned write.
+    "sharedcount.cas": [
+        *sets(("w0:1", "ok", 0, 0, 11), ("w0:2", "ok", 1, 11, 12), ("w1:1", "ok", 1, 11, 21)),
+        final("shared-count", value=21, version=2),
+    ],
+    # The final value is the one a refused set tried to write.
+    "sharedcount.final": [
+        *sets(("w0:1", "ok", 0, 0, 11), ("w1:1", "fail", 0, 0, 21)),
+        final("shared-count", value=21, version=1),
+    ],
+    "sharded.bounds": [
+        *sharded("w0:1", "get", total=SHARDED_UPPER + 1),
+        final("sharded", total=2, shards=[[1, 2], [1, 2]]),
+    ],
+    # One more than every success and unknown together: a refused change was applied.
+    "sharded.total": [
+        *sharded("w0:1", "add", delta=1),
+        *sharded("w0:2", "add", "fail", delta=1, pre=SHARDED_UPPER),
+        final("sharded", total=2, shards=[[1, 2], [1, 2]]),
+    ],
+    # Released at t=2 from a barrier set at t=1.1 and removed from t=3 on.
+    "gate.released": [
+        *gate("w0:1", "set", 1.0, 1.1),
+        *gate("w1:1", "wait", 1.5, 2.0),
+        *gate("w0:2", "remove", 3.0, 3.1),
+    ],
+    "pqueue.once": [
+        *puts("pqueue", ["a", "b"]),
+        *gets(["a", "a", "b"], recipe="pqueue"),
+        final("queue", path=PQUEUE, items=[]),
+    ],
+    "pqueue.vanish": [
+        *puts("pqueue", ["a", "b"]),
+        *gets(["a"], recipe="pqueue"),
+        final("queue", path=PQUEUE, items=[]),
+    ],
+    "dqueue.delivery": [
+        *puts("dqueue", ["a"]),
+        *takes("a", 1.0, 2.0, "fail", "dqueue", error="LockLostError", lost=True),
+        final("queue", path=DQUEUE, items=[]),
+    ],
+    "dqueue.taker": [
+        *puts("dqueue", ["a"]),
+        *takes("a", 1.0, 3.0, recipe="dqueue"),
+        *takes("a", 2.0, 2.5, recipe="dqueue"),
+        final("queue", path=DQUEUE, items=[]),
+    ],
+    "dqueue.due": [
+        *op("p:a", "dqueue", "put", 0.0, 0.1, args={"item": "a", "delay": 1.0, "due_ms": 5000}),
+        *takes("a", 1.0, 2.0, recipe="dqueue", wall_ms=4000),
+        final("queue", path=DQUEUE, items=[]),
+    ],
+    "idqueue.once": [
+        *puts("idqueue", ["a"]),
+        *gets(["a"], recipe="idqueue"),
+        final("queue", path=IDQUEUE, items=["a"]),
+    ],
+    # "b" vanished; the only remove was of another id.
+    "idqueue.vanish": [
+        *op("p:a", "idqueue", "put", 0.0, 0.1, args={"item": "a", "id": "x"}),
+        *op("p:b", "idqueue", "put", 0.0, 0.1, args={"item": "b", "id": "y"}),
+        *op("r:x", "idqueue", "remove", 1.0, 1.1, args={"id": "x"}, removed=1),
+        final("queue", path=IDQUEUE, items=[]),
+    ],
+    "nodecache.converged": [
+        final("node-cache", worker="w0", equal=False, missing=[], extra=[], stale=["/x"]),
+    ],
+    "childrencache.converged": [
+        final("children-cache", worker="w1", equal=False, missing=["/x/1"], extra=[], stale=[]),
+    ],
+    # DelayQueue.take() raised CancelledError though nobody had cancelled the task.
+    "workers.no-stray-cancel": [
+        *op("w0:1", "dqueue", "take", 1.0, 2.0, "unknown", error="stray CancelledError: ..."),
+    ],
+    # A member that left (or whose close failed) is still in the group.
+    "group.members": [
+        final("group-alive", worker="w0", members={"w0-keep-0": {"data": "61", "sure": True}}),
+        final("group", members={"w0-keep-0": "61", "w0-group-3": "62"}),
+    ],
 }
 
 HELD: dict[str, list[Record]] = {
@@ -403,6 +595,173 @@ HELD: dict[str, list[Record]] = {
     "orphans.none": [final("orphans", paths={"/chaos/mutex": [], "/chaos/barrier": []})],
     "workers.none-hung": [*op("w0:1", "mutex", "hold", 1.0, 2.0), workers_end()],
     "processes.none-left": [processes([])],
+    "semmutex.store": [
+        write(1, "semmutex", "a", 10, "begin"),
+        write(2, "semmutex", "a", 10, "end"),
+        write(3, "semmutex", "b", 12, "begin"),
+        write(4, "semmutex", "b", 12, "end"),
+    ],
+    "semmutex.told": [
+        write(1, "semmutex", "w0:1", 10, "end", accepted=False),
+        *hold("w0:1", "semmutex", 1.0, 3.0, "fail", rejected=True, token=10),
+    ],
+    "semmutex.holds": [*hold("w0:1", "semmutex", 1.0, 3.0), *hold("w1:1", "semmutex", 3.0, 4.0)],
+    # Grants on one node: same zxid, growing grant numbers.
+    "mutex-local.store": [
+        write(1, "mutex-local", "a", 10 << 16, "begin"),
+        write(2, "mutex-local", "a", 10 << 16, "end"),
+        write(3, "mutex-local", "b", (10 << 16) + 1, "begin"),
+        write(4, "mutex-local", "b", (10 << 16) + 1, "end"),
+    ],
+    "mutex-local.told": [
+        write(1, "mutex-local", "w0:1", 10 << 16, "end", accepted=False),
+        *hold("w0:1", "mutex-local", 1.0, 3.0, "fail", rejected=True, token=10 << 16),
+    ],
+    "mutex-local.holds": [
+        *hold("w0:1", "mutex-local", 1.0, 3.0),
+        *hold("w0:2", "mutex-local", 3.0, 4.0),
+    ],
+    # The lone holder of the second lock writes only after the MultiLock holder's end.
+    "multilock.store": [
+        write(1, "multi-a", "a", 10, "begin"),
+        write(2, "multi-b", "a", 20, "begin"),
+        write(3, "multi-b", "a", 20, "end"),
+        write(4, "multi-a", "a", 10, "end"),
+        write(5, "multi-b", "c", 22, "begin"),
+        write(6, "multi-b", "c", 22, "end"),
+    ],
+    "multilock.told": [
+        write(1, "multi-a", "w0:1", 10, "begin", accepted=False),
+        *hold("w0:1", "multilock", 1.0, 3.0, "fail", kind="both"),
+    ],
+    "multilock.holds": [
+        *hold("w0:1", "multilock", 1.0, 3.0, kind="both"),
+        *hold("w1:1", "multilock", 3.0, 4.0, kind="b-only"),
+    ],
+    "lease.store": [
+        write(1, "lease", "a", 10, "begin"),
+        write(2, "lease", "a", 10, "end"),
+        write(3, "lease", "b", 12, "begin"),
+        write(4, "lease", "a", 10, "end", accepted=False),
+        write(5, "lease", "b", 12, "end"),
+    ],
+    "lease.told": [
+        write(1, "lease", "w0:1", 10, "end", accepted=False),
+        *hold("w0:1", "lease", 1.0, 3.0, "fail", rejected=True, token=10),
+    ],
+    "lease.holds": [
+        *hold("w0:1", "lease", 1.0, 3.0, args={"policy": "session"}),
+        *hold("w1:1", "lease", 3.0, 4.0),
+        # Overlapping, but lapsed and told so.
+        *hold("w2:1", "lease", 2.0, 3.5, "fail"),
+    ],
+    "latch.store": [
+        write(1, "latch", "a", 10, "begin"),
+        write(2, "latch", "a", 10, "end"),
+        write(3, "latch", "b", 12, "begin"),
+        write(4, "latch", "b", 12, "end"),
+    ],
+    "latch.told": [
+        write(1, "latch", "w0:1", 10, "begin", accepted=False),
+        *term("w0:1", 1.0, 3.0, "fail"),
+    ],
+    "latch.terms": [*term("w0:1", 1.0, 3.0), *term("w1:1", 3.1, 4.0)],
+    "latch.handover": [
+        # Told of the loss at t=1.5, before w1 wrote at t=2.
+        *term("w0:1", 1.0, 1.5, "fail"),
+        *term("w1:1", 1.8, 2.5),
+        write(1, "latch", "w1:1", 12, "begin", t=2.0),
+        write(2, "latch", "w1:1", 12, "end", t=2.2),
+        # A session-policy latch cut off from ZooKeeper may learn late: excused.
+        *term("w2:1", 1.0, 3.0, "fail", policy="session"),
+    ],
+    "sharedcount.cas": [
+        *sets(
+            ("w0:1", "ok", 0, 0, 11),
+            ("w1:1", "fail", 0, 0, 21),
+            ("w0:2", "unknown", 1, 11, 12),
+            # Made from the write whose outcome was unknown: it did apply.
+            ("w1:2", "ok", 2, 12, 22),
+        ),
+        final("shared-count", value=22, version=3),
+    ],
+    "sharedcount.final": [
+        *sets(("w0:1", "ok", 0, 0, 11), ("w1:1", "unknown", 1, 11, 21)),
+        final("shared-count", value=21, version=2),
+    ],
+    "sharded.bounds": [
+        *sharded("w0:1", "get", total=SHARDED_UPPER),
+        *sharded("w0:2", "add", "fail", delta=1, pre=SHARDED_UPPER),
+        *sharded("w0:3", "add", "fail", delta=-1, pre=0),
+        final("sharded", total=3, shards=[[2, 2], [1, 2]]),
+    ],
+    "sharded.total": [
+        *sharded("w0:1", "add", delta=1),
+        *sharded("w0:2", "add", delta=1),
+        *sharded("w0:3", "add", "unknown", delta=-1),
+        *sharded("w0:4", "add", "fail", delta=1, pre=SHARDED_UPPER),
+        final("sharded", total=1, shards=[[1, 2], [0, 2]]),
+    ],
+    "gate.released": [
+        *gate("w0:1", "set", 1.0, 1.1),
+        *gate("w1:1", "wait", 1.5, 3.2),  # released once the remove had begun
+        *gate("w1:2", "wait", 1.6, 2.6, "fail"),  # timed out
+        *gate("w1:3", "wait", 1.1 + STALE_READ / 2, 1.2 + STALE_READ / 2),  # a lagging member
+        *gate("w0:2", "remove", 3.0, 3.1),
+        *gate("w1:4", "wait", 3.5, 3.6),  # open
+    ],
+    "pqueue.once": [
+        *puts("pqueue", ["a", "b", "c"]),
+        *gets(["a", "b"], recipe="pqueue"),
+        final("queue", path=PQUEUE, items=["c"]),
+    ],
+    "pqueue.vanish": [
+        *puts("pqueue", ["a", "b"]),
+        *gets(["a"], recipe="pqueue"),
+        final("queue", path=PQUEUE, items=["b"]),
+    ],
+    "dqueue.delivery": [
+        *puts("dqueue", ["a", "b"]),
+        *takes("a", 1.0, 2.0, "fail", "dqueue", error="LockLostError", lost=True),
+        *takes("a", 3.0, 4.0, recipe="dqueue"),
+        final("queue", path=DQUEUE, items=["b"]),  # not due yet
+    ],
+    "dqueue.taker": [
+        *puts("dqueue", ["a"]),
+        *takes("a", 1.0, 3.0, "fail", "dqueue", error="LockLostError", lost=True),
+        *takes("a", 2.0, 2.5, recipe="dqueue"),
+        final("queue", path=DQUEUE, items=[]),
+    ],
+    "dqueue.due": [
+        *op("p:a", "dqueue", "put", 0.0, 0.1, args={"item": "a", "delay": 1.0, "due_ms": 5000}),
+        *op("p:b", "dqueue", "put", 0.0, 0.1, args={"item": "b", "delay": 0.0, "due_ms": 4000}),
+        *takes("a", 1.0, 2.0, recipe="dqueue", wall_ms=5000),
+        *takes("b", 1.0, 2.0, recipe="dqueue", wall_ms=3998),  # rounding
+        final("queue", path=DQUEUE, items=[]),
+    ],
+    "idqueue.once": [
+        *puts("idqueue", ["a", "b"]),
+        *gets(["a"], recipe="idqueue"),
+        final("queue", path=IDQUEUE, items=["b"]),
+    ],
+    "idqueue.vanish": [
+        *op("p:a", "idqueue", "put", 0.0, 0.1, args={"item": "a", "id": "x"}),
+        *op("p:b", "idqueue", "put", 0.0, 0.1, args={"item": "b", "id": "y"}),
+        *op("r:x", "idqueue", "remove", 1.0, 1.1, args={"id": "x"}, removed=1),
+        final("queue", path=IDQUEUE, items=["b"]),
+    ],
+    "workers.no-stray-cancel": [
+        *op("w0:1", "dqueue", "take", 1.0, 2.0, "fail", error="empty"),
+        *op("w0:2", "mutex", "hold", 1.0, 46.0, "unknown", error="watchdog: still running"),
+    ],
+    "nodecache.converged": [final("node-cache", worker="w0", equal=True, nodes=1)],
+    "childrencache.converged": [final("children-cache", worker="w1", equal=True, nodes=3)],
+    "group.members": [
+        final("group-alive", worker="w0", members={"w0-keep-0": {"data": "61", "sure": True}}),
+        # Its last update failed: the server may hold the data from before.
+        final("group-alive", worker="w1", members={"w1-keep-0": {"data": "63", "sure": False}}),
+        final("group", members={"w0-keep-0": "61", "w1-keep-0": "62"}),
+    ],
 }
 
 NAMES = [check.name for check in CHECKS]
@@ -464,6 +823,17 @@ def test_a_worker_killed_at_stop_fails_the_hang_check() -> None:
     assert not verdict("workers.none-hung", [workers_end(w1="did not stop: killed")]).passed
 
 
+def test_an_operation_that_never_completed_fails_the_hang_check() -> None:
+    # Its driver ended without recording how (a CancelledError took the task down).
+    result = verdict("workers.none-hung", [*op("w2:9", "dqueue", "take", 1.0, None), workers_end()])
+    assert any("never completed" in p for p in result.problems), result.problems
+
+
+def test_a_driver_cancelled_before_stop_fails_the_hang_check() -> None:
+    ended = workers_end(**{"w2/dqueue-take-1": "crashed: cancelled, though nobody cancelled it"})
+    assert not verdict("workers.none-hung", [ended]).passed
+
+
 def test_a_checker_that_crashes_fails() -> None:
     broken_record = write(1, "mutex", "a", 10, "begin")
     del broken_record["token"]
@@ -473,6 +843,145 @@ def test_a_checker_that_crashes_fails() -> None:
 def test_a_check_without_anything_to_look_at_is_a_gap() -> None:
     result = verdict("mutex.told", [])
     assert result.passed and result.checked == 0
+
+
+def test_a_shared_count_set_from_a_value_no_write_left_fails() -> None:
+    result = verdict(
+        "sharedcount.cas",
+        [
+            *sets(("w0:1", "ok", 0, 0, 11), ("w1:1", "fail", 0, 0, 21), ("w0:2", "ok", 1, 21, 12)),
+            final("shared-count", value=12, version=2),
+        ],
+    )
+    assert any("wrote 11 there" in p for p in result.problems), result.problems
+
+
+def test_a_shared_count_success_newer_than_the_final_version_fails() -> None:
+    result = verdict(
+        "sharedcount.final",
+        [
+            *sets(("w0:1", "ok", 0, 0, 11), ("w0:2", "ok", 1, 11, 12)),
+            final("shared-count", value=11, version=1),
+        ],
+    )
+    assert not result.passed
+
+
+def test_a_sharded_refusal_while_there_was_room_fails() -> None:
+    result = verdict(
+        "sharded.bounds",
+        [
+            *sharded("w0:1", "add", "fail", delta=1, pre=SHARDED_UPPER - 1),
+            final("sharded", total=3, shards=[[2, 2], [1, 2]]),
+        ],
+    )
+    assert any("there was room" in p for p in result.problems), result.problems
+
+
+def test_sharded_shards_whose_quotas_lose_room_fail() -> None:
+    result = verdict("sharded.bounds", [final("sharded", total=2, shards=[[1, 1], [1, 2]])])
+    assert any("quotas" in p for p in result.problems), result.problems
+
+
+def test_a_group_member_the_server_lacks_fails() -> None:
+    result = verdict(
+        "group.members",
+        [
+            final("group-alive", worker="w0", members={"w0-keep-0": {"data": "61", "sure": True}}),
+            final("group", members={}),
+        ],
+    )
+    assert not result.passed
+
+
+def test_a_group_member_publishing_other_data_fails() -> None:
+    result = verdict(
+        "group.members",
+        [
+            final("group-alive", worker="w0", members={"w0-keep-0": {"data": "61", "sure": True}}),
+            final("group", members={"w0-keep-0": "62"}),
+        ],
+    )
+    assert not result.passed
+
+
+def test_a_group_not_read_at_the_end_fails() -> None:
+    assert not verdict("group.members", [final("group", error="TimeoutError()")]).passed
+
+
+def test_a_latch_paused_while_leading_is_excused_from_the_handover() -> None:
+    pause = {"type": "fault", "t": 1.2, "end": 7.0, "kind": "pause-worker", "worker": "w0"}
+    records = [
+        *term("w0:1", 1.0, 7.5, "fail"),
+        *term("w1:1", 6.0, 6.5),
+        write(1, "latch", "w1:1", 12, "begin", t=6.1),
+    ]
+    assert not verdict("latch.handover", records).passed
+    assert verdict("latch.handover", [*records, pause]).passed
+
+
+def test_a_gate_wait_long_after_the_set_is_judged() -> None:
+    records = [
+        *gate("w0:1", "set", 1.0, 1.1),
+        *gate("w1:1", "wait", 1.1 + 2 * STALE_READ, 1.2 + 2 * STALE_READ),
+        *gate("w0:2", "remove", 3.0, 3.1),
+    ]
+    assert not verdict("gate.released", records).passed
+
+
+def test_a_gate_set_whose_outcome_is_unknown_proves_nothing() -> None:
+    records = [
+        *gate("w0:1", "set", 1.0, 1.1, "unknown"),
+        *gate("w1:1", "wait", 1.5, 2.0),
+        *gate("w0:2", "remove", 3.0, 3.1),
+    ]
+    assert verdict("gate.released", records).passed
+
+
+def test_a_gate_left_set_at_the_end_holds_every_later_wait() -> None:
+    records = [*gate("w0:1", "set", 1.0, 1.1), *gate("w1:1", "wait", 5.0, 5.1)]
+    assert not verdict("gate.released", records).passed
+
+
+def test_an_id_queue_item_put_after_the_remove_is_not_excused() -> None:
+    records = [
+        *op("r:x", "idqueue", "remove", 1.0, 1.1, args={"id": "x"}, removed=0),
+        *op("p:a", "idqueue", "put", 2.0, 2.1, args={"item": "a", "id": "x"}),
+        final("queue", path=IDQUEUE, items=[]),
+    ]
+    assert not verdict("idqueue.vanish", records).passed
+
+
+def test_the_end_state_reads_curator_queue_items() -> None:
+    assert unwrap(wrap_item(b"w0-put-7")) == b"w0-put-7"
+    assert unwrap(b"qn-raw") == b"qn-raw"
+
+
+async def test_the_worker_records_a_stray_cancellation_and_goes_on(tmp_path: Path) -> None:
+    history = tmp_path / "w0.jsonl"
+    config = WorkerConfig("w0", "", 0, str(history), time.monotonic(), seed=1, members=2)
+    worker = Worker(config)
+
+    async def stray(_op_id: str) -> Outcome:
+        raise asyncio.CancelledError  # a recipe's own cancellation, escaping
+
+    async def slow(_op_id: str) -> Outcome:
+        await asyncio.sleep(30)
+        return Outcome("ok")
+
+    try:
+        outcome = await worker.op("dqueue", "take", stray)
+        assert outcome.status == "unknown"
+        assert (outcome.error or "").startswith(STRAY_CANCEL)
+        cancelled = asyncio.ensure_future(worker.op("mutex", "hold", slow))
+        await asyncio.sleep(0.01)
+        cancelled.cancel()  # a real cancellation is obeyed
+        with pytest.raises(asyncio.CancelledError):
+            await cancelled
+    finally:
+        worker.history.close()
+    check = next(c for c in CHECKS if c.name == "workers.no-stray-cancel")
+    assert not run_checks(build_history(read_records([history])), [check])[0].passed
 
 
 # --- the fenced store ----------------------------------------------------------------------
