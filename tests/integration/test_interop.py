@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from asyncio.subprocess import Process
+from typing import Any
 
 import pytest
 from _curator import finish, start_curator, together
@@ -17,27 +19,30 @@ from aiocoord import Mutex, NodeExistsError
 pytestmark = pytest.mark.timeout(180)
 
 
+async def curator_mutex_loop(classpath: str, zookeeper: Any, iterations: int) -> Process:
+    """A Curator process that takes InterProcessMutex ``/lock`` ``iterations`` times,
+    each time creating ``/inside`` (which must not exist) and adding 1 to ``/counter``."""
+    ns = zookeeper.namespace
+    return await start_curator(
+        classpath,
+        "CuratorHarness",
+        "mutex",
+        zookeeper.connect_string,
+        f"{ns}/lock",
+        f"{ns}/inside",
+        f"{ns}/counter",
+        str(iterations),
+    )
+
+
 async def test_curator_and_aiocoord_exclude_each_other_on_one_mutex(
     curator_classpath: str, zookeeper, client_factory, children_of
 ) -> None:
-    ns = zookeeper.namespace
     clients = [client_factory() for _ in range(2)]
     await asyncio.gather(*(c.start() for c in clients))
     await clients[0].create("/counter", struct.pack(">q", 0))
     iterations = 40
-    javas = [
-        await start_curator(
-            curator_classpath,
-            "CuratorHarness",
-            "mutex",
-            zookeeper.connect_string,
-            f"{ns}/lock",
-            f"{ns}/inside",
-            f"{ns}/counter",
-            str(iterations),
-        )
-        for _ in range(2)
-    ]
+    javas = [await curator_mutex_loop(curator_classpath, zookeeper, iterations) for _ in range(2)]
 
     async def python_side(client: aiocoord.Client) -> None:
         lock = Mutex(client, "/lock")
@@ -64,24 +69,11 @@ async def test_curator_processes_are_served_between_aiocoord_local_hand_offs(
 ) -> None:
     """Tasks passing one Mutex(local_handoff=3) among themselves still exclude Curator's
     InterProcessMutex, and Curator's processes get their turns (they all finish)."""
-    ns = zookeeper.namespace
     client = client_factory()
     await client.start()
     await client.create("/counter", struct.pack(">q", 0))
     iterations = 30
-    javas = [
-        await start_curator(
-            curator_classpath,
-            "CuratorHarness",
-            "mutex",
-            zookeeper.connect_string,
-            f"{ns}/lock",
-            f"{ns}/inside",
-            f"{ns}/counter",
-            str(iterations),
-        )
-        for _ in range(2)
-    ]
+    javas = [await curator_mutex_loop(curator_classpath, zookeeper, iterations) for _ in range(2)]
     lock = Mutex(client, "/lock", local_handoff=3)
     tokens: list[int] = []
 
