@@ -22,6 +22,7 @@ PEERS = ("curator", "curator/promoted", "kazoo", "aiozk", "java")
 COLORS = {
     "aiocoord": "#1f77b4",
     "aiocoord/shared-client": "#6baed6",
+    "aiocoord/local-handoff": "#08306b",
     "curator": "#d62728",
     "curator/promoted": "#ff9896",
     "kazoo": "#2ca02c",
@@ -213,7 +214,8 @@ def markdown(document: Row) -> str:
         "runner is one process pinned to core 1"
         + ("" if config["pinned"] else " (**not pinned this time**: see notes)")
         + ". Every contender has its own session unless marked *shared-client* "
-        "(tasks of one process sharing one client).",
+        "(tasks of one process sharing one client) or *local-handoff* (the same, sharing "
+        "one `Mutex(local_handoff=64)`).",
         f"- Each number is the median of {config['repeat']} run(s) of {config['seconds']:g} s "
         f"measured after {config['warmup_s']:g} s of warm-up; *spread* is (max - min) / median "
         "of the rates over those runs. Latencies are in milliseconds.",
@@ -422,7 +424,10 @@ def _family_headline(index: _Index, peers: Sequence[str]) -> list[list[str]]:
 
 def _contenders(row: Row) -> str:
     n = row["contenders"]
-    shared = " (one shared client)" if row["variant"] == "shared-client" else ""
+    shared = {
+        "shared-client": " (one shared client)",
+        "local-handoff": " (one shared client, local hand-off)",
+    }.get(row["variant"], "")
     return f"{n} contender{'s' if n != 1 else ''}{shared}"
 
 
