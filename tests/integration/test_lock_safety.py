@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+from _waiting import settle
 
 import aiocoord
 from aiocoord import (
@@ -352,3 +353,6 @@ async def test_wait_for_on_an_acquire_does_not_leave_the_lock_held_forever(
     with anyio.fail_after(10):
         assert await other.acquire()
     await other.release()
+    # The orphan's release runs in the background: its delete let `other` in,
+    # and the task itself ends with the reply that follows.
+    await settle(a)

@@ -638,12 +638,15 @@ HELD: dict[str, list[Record]] = {
         *hold("w0:1", "multilock", 1.0, 3.0, kind="both"),
         *hold("w1:1", "multilock", 3.0, 4.0, kind="b-only"),
     ],
+    # b takes its own unexpired lease again: the same node, the same token.
     "lease.store": [
         write(1, "lease", "a", 10, "begin"),
         write(2, "lease", "a", 10, "end"),
         write(3, "lease", "b", 12, "begin"),
         write(4, "lease", "a", 10, "end", accepted=False),
         write(5, "lease", "b", 12, "end"),
+        write(6, "lease", "b2", 12, "begin"),
+        write(7, "lease", "b2", 12, "end"),
     ],
     "lease.told": [
         write(1, "lease", "w0:1", 10, "end", accepted=False),
