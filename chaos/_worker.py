@@ -489,38 +489,32 @@ class Worker:
         finally:
             store.close()
 
-    async def mutex_loop(self, driver: str, client: aiocoord.Client) -> None:
-        lock = Mutex(client, MUTEX, data=f"{self.name}/{driver}".encode())
+    async def mutex_loop(
+        self,
+        driver: str,
+        client: aiocoord.Client,
+        lock: Mutex | None = None,
+        recipe: str = "mutex",
+        pause: float = 0.3,
+    ) -> None:
+        """Hold a Mutex of this driver's own, or ``lock``, shared with other drivers
+        (a Mutex with local hand-off: each grant has its own, larger token)."""
+        if lock is None:
+            lock = Mutex(client, MUTEX, data=f"{self.name}/{driver}".encode())
+        held = lock
 
         def pick(rng: random.Random, store: StoreClient) -> _Step:
             return self.exclusive_step(
-                "mutex",
+                recipe,
                 "hold",
-                lambda: lock.hold(timeout=ACQUIRE_TIMEOUT),
-                self.token_of(lock),
-                lock.wait_lost,
+                lambda: held.hold(timeout=ACQUIRE_TIMEOUT),
+                self.token_of(held),
+                held.wait_lost,
                 store,
                 rng,
             )
 
-        await self.fenced_loop(driver, client, 0.3, pick)
-
-    async def mutex_local_loop(self, driver: str, client: aiocoord.Client, lock: Mutex) -> None:
-        """One of several tasks sharing a Mutex(local_handoff=...): they pass the lock
-        among themselves, each grant with its own, larger token."""
-
-        def pick(rng: random.Random, store: StoreClient) -> _Step:
-            return self.exclusive_step(
-                "mutex-local",
-                "hold",
-                lambda: lock.hold(timeout=ACQUIRE_TIMEOUT),
-                self.token_of(lock),
-                lock.wait_lost,
-                store,
-                rng,
-            )
-
-        await self.fenced_loop(driver, client, 0.1, pick)
+        await self.fenced_loop(driver, client, pause, pick)
 
     async def rw_loop(self, driver: str, client: aiocoord.Client) -> None:
         rw = ReadWriteLock(client, RWLOCK, data=f"{self.name}/{driver}".encode())
@@ -1397,7 +1391,10 @@ class Worker:
             ("mutex-0", self.mutex_loop("mutex-0", standard)),
             ("mutex-1", self.mutex_loop("mutex-1", session)),
             *(
-                (f"mutex-local-{i}", self.mutex_local_loop(f"mutex-local-{i}", standard, local))
+                (
+                    f"mutex-local-{i}",
+                    self.mutex_loop(f"mutex-local-{i}", standard, local, "mutex-local", 0.1),
+                )
                 for i in range(3)
             ),
             ("rwlock-0", self.rw_loop("rwlock-0", standard)),
