@@ -22,6 +22,7 @@ import aiocoord
 from ._exit import CliError, ExitCode
 from ._layouts import (
     BARRIER_MEMBER,
+    COUNTER_QUEUE,
     CURATOR_QUEUE_ITEM,
     LATCH_NODE,
     LEASE_NODE,
@@ -307,15 +308,17 @@ async def _inspect(reader: _Reader, path: str, depth: int) -> Report | None:
     if SEMAPHORE_LEASES in names and set(names) <= SEMAPHORE_CHILDREN:
         return await _semaphore(reader, path, names)
     children = await reader.children(path, names)
+    if not names or names == [COUNTER_QUEUE]:
+        value = _value(path, data)
+        if value is not None:
+            if children:  # a counter whose adds have queued: how many wait now
+                value["queued"] = children[0].stat.num_children
+            return value
     if children:
         for recognise in _RECOGNISERS:
             recognised = recognise(path, children)
             if recognised is not None:
                 return recognised
-    elif not names:
-        value = _value(path, data)
-        if value is not None:
-            return value
     report: Report = {"path": path, "kind": "node", "node_kind": _node_kind(stat)}
     report |= data_fields(data)
     report |= {"version": stat.version, "num_children": stat.num_children}

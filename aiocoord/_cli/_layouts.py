@@ -8,6 +8,7 @@ import re
 
 __all__ = [
     "BARRIER_MEMBER",
+    "COUNTER_QUEUE",
     "CURATOR_QUEUE_ITEM",
     "LATCH_NODE",
     "LEASE_NODE",
@@ -43,6 +44,8 @@ LATCH_NODE = re.compile(_PROTECTED + r"latch-(\d{10})$")
 """LeaderLatch participants."""
 BARRIER_MEMBER = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 """DoubleBarrier participants (one UUID each)."""
+COUNTER_QUEUE = "combining"
+"""Where contended adds to an AtomicLong queue: a child of the counter's node."""
 READY_NODE = "ready"
 """DoubleBarrier's "everyone is in" marker."""
 QUEUE_ITEM = re.compile(r"qn-(\d{10})$")

@@ -369,6 +369,9 @@ async def test_inspect_recognises_each_recipes_layout(cli, started, children_rea
         semaphore,
     ):
         await aiocoord.AtomicLong(client, "/app/hits").force_set(12)
+        busy = [aiocoord.AtomicLong(c, "/app/busy") for c in (client, other, client)]
+        for counter in busy:  # the third's write lost to the second's: it queued
+            await counter.increment()
         await aiocoord.Queue(client, "/app/jobs").put(b"job")
         entering = asyncio.create_task(aiocoord.DoubleBarrier(other, "/app/meet", 2).enter())
         try:
@@ -386,6 +389,8 @@ async def test_inspect_recognises_each_recipes_layout(cli, started, children_rea
     assert kinds["/app/rw"]["holders"][0]["mode"] == "read"
     assert len(kinds["/app/slots"]["leases"]) == 1
     assert kinds["/app/hits"]["value"] == 12
+    assert await client.exists("/app/busy/combining") is not None
+    assert (kinds["/app/busy"]["value"], kinds["/app/busy"]["queued"]) == (3, 0)
     assert kinds["/app/jobs"]["depth"] == 1
     assert kinds["/app/meet"]["entered"] == 1
 

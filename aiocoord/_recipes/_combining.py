@@ -1,0 +1,556 @@
+"""Cross-process combining of contended counter adds.
+
+Processes incrementing one counter node serialise on its version: each
+compare-and-set waits for the previous write to commit, and a loser retries
+into the next winner's write. Throughput stays at one commit per increment,
+and an unlucky caller can lose many times in a row (the long tail). Combining
+turns contention into batches:
+
+- a process whose compare-and-set lost publishes its adds as an ephemeral
+  sequential *request* node under ``<counter>/combining``;
+- the owner of the lowest pending request reads the counter and every
+  pending request, and applies them all in one transaction: the counter's new
+  value (versioned, so any other writer, Curator's included, still conflicts
+  safely), the deletion of every request applied, and ``combining``'s data
+  (versioned): the highest request applied and, in a few bytes each, the
+  results of the last ``RESULTS_KEPT`` requests;
+- every other requester waits for the pending request just ahead of it to go;
+  then it reads ``combining`` and finds either its own result or itself first
+  in line. Sequence numbers only grow, so nobody can queue ahead of a request
+  that is already there: the requests ahead of ours are known from one listing.
+
+A request is applied once or never: one whose owner's session ended makes the
+transaction fail (it deletes at version 0), and the next attempt goes without
+it. A requester that cannot read its result (its session ended first, or it
+was paused through more than ``RESULTS_KEPT`` later requests) gets
+OutcomeUnknownError, as for a compare-and-set whose reply was lost.
+
+The counter node keeps Curator's bytes; the requests are its children, which
+Curator's DistributedAtomicLong never reads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import functools
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from .. import _paths
+from .._exceptions import (
+    BadVersionError,
+    ClientClosedError,
+    ConnectionLossError,
+    CorruptValueError,
+    CounterOverflowError,
+    NoConnectionError,
+    NodeExistsError,
+    NoNodeError,
+    OutcomeUnknownError,
+    SessionExpiredError,
+)
+from .._session import (
+    PROTECTED_PREFIX,
+    Client,
+    find_protected,
+    protected_marker,
+    retry_on_connection_loss,
+)
+from .._types import ACL, Codec, EventType, Stat
+
+QUEUE_NAME = "combining"
+"""The child of a counter node under which contended adds queue."""
+RESULTS_KEPT = 256
+"""How many applied requests' results the queue node keeps for their requesters."""
+REQUEST_NAME = "r"
+"""A request is ``<protected marker>r<add>-<sequence>``: ``<add>`` is a single
+add as ``delta_lower_upper`` (``n`` for no bound), read from the listing
+alone; or empty, and the adds are the node's data (JSON)."""
+_MARKER_LENGTH = len(PROTECTED_PREFIX) + 37  # _c_, a UUID and a dash
+_DIGITS = 10
+
+Entry = tuple[int, int | None, int | None]
+"""One add: (delta, lower bound or None, upper bound or None)."""
+
+
+class Denied(enum.Enum):
+    """Why an add in a batch gets nothing from the batch's write."""
+
+    BOUND = enum.auto()
+    OVERFLOW = enum.auto()
+
+
+Grant = tuple[int, int] | Denied
+"""(pre, post) of an add that applies, or why it does not."""
+
+
+def bounded(
+    value: int, delta: int, lower: int | None, upper: int | None, codec: Codec[int] = Codec.LONG
+) -> tuple[int, int] | Literal[Denied.BOUND]:
+    """(pre, post) if ``value + delta`` stays in bounds, else ``Denied.BOUND``; raises
+    CounterOverflowError if the result does not fit ``codec``'s width."""
+    new = value + delta
+    if (lower is not None and new < lower) or (upper is not None and new > upper):
+        return Denied.BOUND
+    try:
+        codec.encode(new)
+    except OverflowError as error:
+        raise CounterOverflowError(str(error)) from None
+    return value, new
+
+
+def grant_all(value: int, entries: Sequence[Entry]) -> tuple[list[Grant], int]:
+    """Each add's fate when ``entries`` apply in order from ``value``, and the end value.
+
+    Pure and deterministic: the combiner that writes a batch and each
+    requester reading its result compute the same grants.
+    """
+    grants: list[Grant] = []
+    current = value
+    for delta, lower, upper in entries:
+        granted: Grant
+        try:
+            granted = bounded(current, delta, lower, upper)
+        except CounterOverflowError:
+            granted = Denied.OVERFLOW
+        grants.append(granted)
+        if isinstance(granted, tuple):
+            current = granted[1]
+    return grants, current
+
+
+@dataclass(frozen=True)
+class Combined:
+    """What a combined transaction did for one request."""
+
+    pre: int
+    """The counter's value just before this request's adds."""
+    value: int
+    """The counter's value after the last transaction (a hint)."""
+    version: int
+    """The counter node's version after it (a hint)."""
+    size: int
+    """How many adds the transaction carried, all requests together."""
+    alone: bool
+    """Whether this request was the only one in it (contention is over)."""
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """One combined transaction, as its requesters need it to find their results."""
+
+    first: int
+    """The first request's sequence number."""
+    start: int
+    """The counter's value before the transaction."""
+    size: int
+    """How many adds it carried."""
+    offsets: tuple[int, ...]
+    """Each request's sequence number minus ``first``, in the order applied."""
+    added: tuple[int, ...]
+    """What each request's adds changed the counter by, in total."""
+
+    def pre_of(self, seq: int) -> int | None:
+        """The counter's value before request ``seq``'s adds; None if not in this batch."""
+        try:
+            index = self.offsets.index(seq - self.first)
+        except ValueError:
+            return None
+        return self.start + sum(self.added[:index])
+
+
+@dataclass(frozen=True)
+class _State:
+    """The queue node's data: what has been applied, and the recent batches.
+
+    A batch costs a few bytes per request (offsets and totals, not values),
+    so the node keeps ``RESULTS_KEPT`` requests' results in about 2 KB.
+    """
+
+    upto: int
+    """The highest request applied (-1: none yet)."""
+    value: int
+    version: int
+    batches: tuple[_Batch, ...]
+    stat_version: int
+
+    def encode(self) -> bytes:
+        batches = [[b.first, b.start, b.size, b.offsets, b.added] for b in self.batches]
+        return json.dumps(
+            {"upto": self.upto, "value": self.value, "version": self.version, "batches": batches},
+            separators=(",", ":"),
+        ).encode()
+
+    @classmethod
+    def decode(cls, path: str, data: bytes, stat: Stat) -> _State:
+        if not data:
+            return cls(-1, 0, -1, (), stat.version)
+        try:
+            raw = json.loads(data)
+            upto, value, version = raw["upto"], raw["value"], raw["version"]
+            batches = []
+            for first, start, size, offsets, added in raw["batches"]:
+                numbers = [first, start, size, *offsets, *added]
+                if len(offsets) != len(added) or not all(type(n) is int for n in numbers):
+                    raise ValueError(data)
+                batches.append(_Batch(first, start, size, tuple(offsets), tuple(added)))
+            if not all(type(n) is int for n in (upto, value, version)):
+                raise ValueError(data)
+        except (ValueError, TypeError, KeyError, RecursionError):
+            raise CorruptValueError(path, data, "a counter's combining state") from None
+        return cls(upto, value, version, tuple(batches), stat.version)
+
+    def after(self, batch: _Batch, upto: int, value: int, version: int) -> _State:
+        """The state once ``batch`` is applied, keeping at most ``RESULTS_KEPT``
+        requests' results (the newest batch always)."""
+        kept = [batch]
+        count = len(batch.offsets)
+        for older in reversed(self.batches):
+            count += len(older.offsets)
+            if count > RESULTS_KEPT:
+                break
+            kept.append(older)
+        return _State(upto, value, version, tuple(reversed(kept)), self.stat_version)
+
+
+def combining_queue(counter: str) -> str:
+    """The path under which adds to ``counter`` queue."""
+    return _paths.join(counter, QUEUE_NAME)
+
+
+def _parse(name: str) -> tuple[int, Entry | None]:
+    """(sequence number, the add in the name or None); (-1, None) for a name
+    no requester makes (ignored)."""
+    head, tail = name[:-_DIGITS], name[-_DIGITS:]
+    body = head[_MARKER_LENGTH:]
+    if not (
+        head.startswith(PROTECTED_PREFIX)
+        and body.startswith(REQUEST_NAME)
+        and body.endswith("-")
+        and tail.isdigit()
+    ):
+        return -1, None
+    code = body[len(REQUEST_NAME) : -1]
+    if not code:
+        return int(tail), None
+    try:
+        delta, lower, upper = (None if part == "n" else int(part) for part in code.split("_"))
+    except ValueError:
+        return -1, None
+    if delta is None:
+        return -1, None
+    return int(tail), (delta, lower, upper)
+
+
+def _sequence(name: str) -> int:
+    return _parse(name)[0]
+
+
+def _request_name(entries: Sequence[Entry]) -> tuple[str, bytes]:
+    """The name suffix and data of a request carrying ``entries``."""
+    if len(entries) == 1:
+        code = "_".join("n" if part is None else str(part) for part in entries[0])
+        return f"{REQUEST_NAME}{code}-", b""
+    encoded = json.dumps([list(entry) for entry in entries], separators=(",", ":")).encode()
+    return f"{REQUEST_NAME}-", encoded
+
+
+def _decode_request(path: str, data: bytes) -> list[Entry]:
+    try:
+        entries: list[Entry] = []
+        for delta, lower, upper in json.loads(data):
+            if type(delta) is not int or not all(
+                bound is None or type(bound) is int for bound in (lower, upper)
+            ):
+                raise ValueError(data)
+            entries.append((delta, lower, upper))
+    except (ValueError, TypeError, RecursionError):
+        raise CorruptValueError(
+            path, data, "a counter request (JSON [[delta, lower, upper]])"
+        ) from None
+    return entries
+
+
+def _raise_lost(results: Sequence[object]) -> None:
+    """Raise the first connection or session error among a pipeline's results."""
+    for result in results:
+        if isinstance(result, ConnectionLossError | SessionExpiredError):
+            raise result
+
+
+class Combiner:
+    """One counter node's combining queue, as one client takes part in it
+    (one request at a time: the client's batcher waits for each batch)."""
+
+    def __init__(self, client: Client, path: str, acl: tuple[ACL, ...] | None) -> None:
+        self._client = client
+        self._path = path
+        self._queue = combining_queue(path)
+        self._acl = acl
+        self._strays: set[str] = set()
+        """Persistent nodes found in the queue: no requester made them (requests
+        are ephemeral), so nobody waits for them, and the next write drops them."""
+
+    async def submit(self, entries: Sequence[Entry]) -> Combined:
+        """Queue ``entries`` as one request and return once it is applied.
+
+        Raises OutcomeUnknownError if the result cannot be known (see the module).
+        """
+        node, seq, ahead, state = await self._enqueue(*_request_name(entries))
+        client = self._client
+        try:
+            with client.only_in_session(client.session_id), self._abandon_on_error(node):
+                while True:
+                    if state.upto >= seq:
+                        return self._found(seq, state)
+                    ahead = [entry for entry in ahead if entry[0] > state.upto]
+                    if not ahead:
+                        outcome = await self._combine(node, seq, entries)
+                        if isinstance(outcome, Combined):
+                            return outcome
+                        if outcome is not None:
+                            ahead = outcome  # a request ahead we had not seen applied
+                        state = await retry_on_connection_loss(client, self._read_state)
+                    elif await self._wait_gone(ahead[-1][1]):
+                        ahead.pop()
+                        if ahead:
+                            state = await retry_on_connection_loss(client, self._read_state)
+                        # else: first in line, unless applied meanwhile, which
+                        # _combine's own read tells
+                    else:
+                        state = await retry_on_connection_loss(client, self._read_state)
+        except (SessionExpiredError, NoConnectionError) as error:
+            # Still queued or gone with the session: it may have been applied.
+            raise OutcomeUnknownError(self._path) from error
+        except CorruptValueError as error:
+            if error.path != self._path:
+                raise
+            # The counter holds garbage: take our request back, so that no
+            # combiner applies it after we have reported the error.
+            if await self._withdraw(node):
+                raise
+            state = await retry_on_connection_loss(client, self._read_state)
+            return self._found(seq, state)
+
+    @contextlib.contextmanager
+    def _abandon_on_error(self, node: str) -> Iterator[None]:
+        """On an error, take our request out of the queue in the background: left
+        there, it would hold everyone behind it (nobody combines it but us).
+
+        Started inside the session pin, the delete never goes out in another
+        session: if ours ended, the request went with it.
+        """
+        try:
+            yield
+        except Exception:
+            if not self._client.closed:
+                self._client.start_background(
+                    self._abandon(node), name=f"aiocoord-counter-abandon {node}"
+                )
+            raise
+
+    async def _abandon(self, node: str) -> None:
+        client = self._client
+        while True:
+            try:
+                await client.delete(node, version=0)
+            except (ConnectionLossError, NoConnectionError):
+                continue  # the next try waits for the connection (or the session's end)
+            except (NoNodeError, BadVersionError, SessionExpiredError, ClientClosedError):
+                pass  # applied, or gone with the session or client
+            return
+
+    def _found(self, seq: int, state: _State) -> Combined:
+        for batch in reversed(state.batches):
+            pre = batch.pre_of(seq)
+            if pre is not None:
+                return Combined(pre, state.value, state.version, batch.size, alone=False)
+        # Applied too long ago to be in the results (or gone with a lost session).
+        raise OutcomeUnknownError(self._path)
+
+    async def _withdraw(self, node: str) -> bool:
+        """Delete our pending request: False if a combiner took it first."""
+        client = self._client
+        try:
+            await retry_on_connection_loss(
+                client, functools.partial(client.delete, node, version=0)
+            )
+        except NoNodeError:
+            return False
+        return True
+
+    async def _enqueue(
+        self, name: str, payload: bytes
+    ) -> tuple[str, int, list[tuple[int, str]], _State]:
+        """Create our request, and list who is ahead of it, in one round trip."""
+        client = self._client
+        marker = protected_marker()
+        target = f"{self._queue}/{marker}{name}"
+        while True:
+            session = client.session_id
+            try:
+                created, state, names = await (
+                    client.pipeline()
+                    .create(target, payload, ephemeral=True, sequential=True, acl=self._acl)
+                    .get(self._queue)
+                    .children(self._queue)
+                    .execute()
+                )
+            except NoConnectionError:
+                raise
+            except (ConnectionLossError, SessionExpiredError) as error:
+                created = state = names = error
+            if isinstance(created, NoNodeError):
+                await self._make_queue()
+                continue
+            if isinstance(created, ConnectionLossError | SessionExpiredError):
+                if isinstance(created, ConnectionLossError) and not created.sent:
+                    continue  # never left: the next request waits for a connection
+                found = await retry_on_connection_loss(
+                    client, functools.partial(find_protected, client, self._queue, marker)
+                )
+                if found is None and client.session_id != session:
+                    # Made (and maybe applied) in a session that is gone, or never made.
+                    raise OutcomeUnknownError(self._path) from created
+                if found is None:
+                    continue
+                node = found[0]
+                state = names = created  # read them again below
+            elif isinstance(created, Exception):
+                raise created
+            else:
+                node = created[0]
+            if isinstance(state, Exception) or isinstance(names, Exception):
+                state, names = await retry_on_connection_loss(client, self._read_listing)
+            else:
+                state = _State.decode(self._queue, *state)
+                names = names[0]
+            seq = _sequence(_paths.basename(node))
+            ahead = sorted((s, n) for n in names if state.upto < (s := _sequence(n)) < seq)
+            return node, seq, ahead, state
+
+    async def _make_queue(self) -> None:
+        client = self._client
+
+        async def make() -> None:
+            with contextlib.suppress(NodeExistsError):
+                await client.create(self._queue, make_parents=True, acl=self._acl)
+
+        await retry_on_connection_loss(client, make)
+
+    async def _read_state(self) -> _State:
+        data, stat = await self._client.get(self._queue)
+        return _State.decode(self._queue, data, stat)
+
+    async def _read_listing(self) -> tuple[_State, list[str]]:
+        results = await self._client.pipeline().get(self._queue).children(self._queue).execute()
+        _raise_lost(results)
+        for result in results:
+            if isinstance(result, Exception):
+                raise result
+        return _State.decode(self._queue, *results[0]), results[1][0]
+
+    async def _wait_gone(self, name: str) -> bool:
+        """Wait for the request ``name`` to change; True if it is (or already was) gone."""
+        client = self._client
+        stat, watch = await retry_on_connection_loss(
+            client, functools.partial(client.watch_exists, _paths.join(self._queue, name))
+        )
+        try:
+            if stat is None:
+                return True
+            if stat.ephemeral_owner == 0:
+                self._strays.add(name)
+                return True
+            return (await watch).type is EventType.DELETED
+        finally:
+            watch.cancel()
+
+    async def _combine(
+        self, node: str, seq: int, entries: Sequence[Entry]
+    ) -> Combined | list[tuple[int, str]] | None:
+        """Apply every pending request in one transaction. Our result; or, if the
+        listing shows requests ahead of ours, those; or None to look again."""
+        client = self._client
+        results = await (
+            client.pipeline().get(self._queue).children(self._queue).get(self._path).execute()
+        )
+        _raise_lost(results)
+        for result in results:
+            if isinstance(result, Exception):
+                raise result  # the counter was deleted under us
+        state = _State.decode(self._queue, *results[0])
+        counter_data, counter_stat = results[2]
+        if state.upto >= seq:
+            return self._found(seq, state)
+        names = results[1][0]
+        if _paths.basename(node) not in names:
+            # Only our session's end (or another client) removes a pending request.
+            raise OutcomeUnknownError(self._path)
+        pending = sorted((s, n) for n in names if (s := _sequence(n)) > state.upto)
+        ahead = [entry for entry in pending if entry[0] < seq and entry[1] not in self._strays]
+        if ahead:
+            return ahead
+        value = Codec.LONG.decode(counter_data, self._path) if counter_data else 0
+        batch: list[tuple[int, str, Sequence[Entry]]] = [(seq, node, entries)]
+        transaction = client.transaction()
+        unread: list[tuple[int, str]] = []
+        for other, name in pending:
+            if name in self._strays:
+                transaction.delete(_paths.join(self._queue, name))
+                self._strays.discard(name)
+            elif other > seq:
+                path = _paths.join(self._queue, name)
+                add = _parse(name)[1]
+                if add is None:
+                    unread.append((other, path))
+                else:
+                    batch.append((other, path, [add]))
+        if unread:
+            pipeline = client.pipeline()
+            for _seq, path in unread:
+                pipeline.get(path)
+            payloads = await pipeline.execute()
+            _raise_lost(payloads)
+            for (other, path), payload in zip(unread, payloads, strict=True):
+                if isinstance(payload, NoNodeError):
+                    continue  # withdrawn, or gone with its session
+                if isinstance(payload, Exception):
+                    raise payload
+                try:
+                    batch.append((other, path, _decode_request(path, payload[0])))
+                except CorruptValueError:
+                    # Not written by a requester: nobody waits for it; drop it.
+                    transaction.delete(path)
+            batch.sort(key=lambda request: request[0])
+        size = sum(len(request) for _seq, _path, request in batch)
+        current = value
+        added: list[int] = []
+        for _seq, _path, request in batch:
+            _grants, after = grant_all(current, request)
+            added.append(after - current)
+            current = after
+        if current != value:
+            transaction.set(self._path, Codec.LONG.encode(current), version=counter_stat.version)
+            version = counter_stat.version + 1
+        else:
+            transaction.check(self._path, counter_stat.version)
+            version = counter_stat.version
+        offsets = tuple(other - seq for other, _path, _request in batch)
+        applied = _Batch(seq, value, size, offsets, tuple(added))
+        new_state = state.after(applied, pending[-1][0], current, version)
+        transaction.set(self._queue, new_state.encode(), version=state.stat_version)
+        for _seq, path, _request in batch:
+            transaction.delete(path, version=0)
+        try:
+            await transaction.commit()
+        except (BadVersionError, NoNodeError):
+            return None  # another writer came first, or a request left: look again
+        except NoConnectionError:
+            raise
+        except ConnectionLossError:
+            return None  # the queue's state will say whether it applied
+        return Combined(value, current, version, size, alone=len(batch) == 1)

@@ -1,0 +1,197 @@
+"""Contended counter adds combine across processes: batches, not retries.
+
+A request left first in line by a client that never combines (the
+"blocker") holds every later request in the queue, so each test decides
+exactly which requests share one transaction, without timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import aiocoord
+from aiocoord import (
+    AtomicFailure,
+    AtomicLong,
+    CorruptValueError,
+    InvalidArgumentError,
+    OutcomeUnknownError,
+)
+from aiocoord._recipes._combining import QUEUE_NAME
+from aiocoord._session import protected_marker
+from aiocoord.testing import expire_session
+
+pytestmark = pytest.mark.timeout(120)
+
+QUEUE = f"/c/{QUEUE_NAME}"
+
+
+async def block_queue(client: aiocoord.Client) -> str:
+    """Put a request (adding 0) first in line that nobody will apply."""
+    return await client.create(
+        f"{QUEUE}/{protected_marker()}r0_n_n-",
+        ephemeral=True,
+        sequential=True,
+        make_parents=True,
+    )
+
+
+async def until_pending(client: aiocoord.Client, count: int) -> None:
+    """Wait until ``count`` nodes wait in the queue."""
+    while True:
+        names, _stat, watch = await client.watch_children(QUEUE)
+        try:
+            if len(names) >= count:
+                return
+            await watch
+        finally:
+            watch.cancel()
+
+
+async def queued_counters(clients: list[aiocoord.Client], **kwargs: object) -> list[AtomicLong]:
+    """One counter per client, each already in queueing mode: its first add
+    went through while requests were waiting, so its next one queues."""
+    counters = [AtomicLong(client, "/c", **kwargs) for client in clients]  # type: ignore[arg-type]
+    for counter in counters:
+        assert (await counter.add(0)).succeeded
+    return counters
+
+
+async def test_an_uncontended_counter_never_makes_a_queue(coord: aiocoord.Client) -> None:
+    counter = AtomicLong(coord, "/c")
+    for expected in range(1, 21):
+        result = await counter.increment()
+        assert (result.pre_value, result.post_value) == (expected - 1, expected)
+        assert result.stats.queued_time == 0
+    assert await coord.exists(QUEUE) is None
+
+
+async def test_a_lost_compare_and_set_queues_instead_of_retrying(started) -> None:
+    a, b = await started(2)
+    first, second = AtomicLong(a, "/c"), AtomicLong(b, "/c")
+    await first.increment()  # a remembers the version it wrote...
+    await second.increment()  # ...which b's write makes stale
+    result = await first.increment()
+    assert (result.pre_value, result.post_value, result.succeeded) == (2, 3, True)
+    assert result.stats.optimistic_tries == 1  # one try, then the queue
+    assert result.stats.queued_time > 0 and result.stats.batch_size == 1
+    assert (await second.get()).post_value == 3
+    assert await a.children(QUEUE) == []  # applied requests are deleted with their write
+
+
+async def test_queued_adds_from_many_clients_apply_in_one_transaction(started) -> None:
+    blocker, *clients = await started(7)
+    await block_queue(blocker)
+    counters = await queued_counters(clients)
+    calls = [asyncio.create_task(counter.increment()) for counter in counters]
+    await until_pending(blocker, 1 + len(counters))
+    assert not any(call.done() for call in calls)
+    await blocker.close()  # the blocker's session ends: its request goes
+    results = await asyncio.gather(*calls)
+    assert all(r.succeeded for r in results)
+    assert sorted(r.post_value for r in results) == list(range(1, 7))  # distinct, no gaps
+    assert all(r.post_value == r.pre_value + 1 for r in results)
+    assert {r.stats.batch_size for r in results} == {6}  # one transaction for all six
+    assert (await counters[0].get()).post_value == 6
+    assert await clients[0].children(QUEUE) == []
+
+
+async def test_combined_bounded_adds_never_pass_the_bound(started) -> None:
+    blocker, *clients = await started(9)
+    await block_queue(blocker)
+    counters = await queued_counters(clients)
+    calls = [asyncio.create_task(counter.increment(upper=5)) for counter in counters]
+    await until_pending(blocker, 1 + len(counters))
+    await blocker.close()
+    results = await asyncio.gather(*calls)
+    granted = [r for r in results if r.succeeded]
+    refused = [r for r in results if not r.succeeded]
+    assert sorted(r.post_value for r in granted) == [1, 2, 3, 4, 5]
+    assert len(refused) == 3
+    assert all(r.reason is AtomicFailure.BOUND and r.pre_value == 5 for r in refused)
+    assert (await counters[0].get()).post_value == 5
+
+
+async def test_tasks_sharing_a_client_queue_as_one_request(started) -> None:
+    blocker, a, b = await started(3)
+    await block_queue(blocker)
+    first, second = await queued_counters([a, b])
+    calls = [asyncio.create_task(first.add(2)) for _ in range(5)]
+    calls.append(asyncio.create_task(second.add(-1, lower=-1)))
+    await until_pending(blocker, 3)  # a's five adds are one request (in its data)
+    await blocker.close()
+    results = await asyncio.gather(*calls)
+    assert all(r.succeeded for r in results)
+    assert (await first.get()).post_value == 9
+    assert sorted(r.post_value for r in results[:5]) in ([2, 4, 6, 8, 10], [1, 3, 5, 7, 9])
+
+
+async def test_a_request_left_by_a_dead_session_does_not_hold_the_queue(started) -> None:
+    blocker, a = await started(2)
+    await block_queue(blocker)
+    (counter,) = await queued_counters([a])
+    call = asyncio.create_task(counter.increment())
+    await until_pending(a, 2)
+    await expire_session(blocker)  # the blocker's process died: its session ends
+    result = await call
+    assert (result.pre_value, result.post_value) == (0, 1)
+
+
+async def test_garbage_in_the_queue_is_dropped_not_applied_nor_waited_for(started) -> None:
+    a, b = await started(2)
+    await b.create(
+        f"{QUEUE}/{protected_marker()}r-", b"{not a request", sequential=True, make_parents=True
+    )
+    await b.create(f"{QUEUE}/stray", b"whatever")  # a name no requester makes
+    await block_queue(b)
+    (counter,) = await queued_counters([a])
+    call = asyncio.create_task(counter.increment())
+    await until_pending(a, 4)
+    await b.close()
+    result = await call
+    assert (result.pre_value, result.post_value) == (0, 1)
+    assert await a.children(QUEUE) == ["stray"]  # the garbled request went with the write
+
+
+async def test_a_session_lost_while_queued_is_an_unknown_outcome_never_a_double(started) -> None:
+    blocker, a, b = await started(3)
+    await block_queue(blocker)
+    lost, kept = await queued_counters([a, b])
+    lost_call = asyncio.create_task(lost.increment())
+    kept_call = asyncio.create_task(kept.increment())
+    await until_pending(blocker, 3)
+    await expire_session(a)
+    with pytest.raises(OutcomeUnknownError):
+        await lost_call
+    await blocker.close()
+    assert (await kept_call).post_value == 1  # a's request went with its session
+    assert (await kept.get()).post_value == 1
+
+
+async def test_a_corrupt_counter_fails_a_queued_add_which_leaves_the_queue(started) -> None:
+    blocker, a = await started(2)
+    await block_queue(blocker)
+    (counter,) = await queued_counters([a])
+    call = asyncio.create_task(counter.increment())
+    await until_pending(a, 2)
+    await blocker.set("/c", b"abc")  # another client writes garbage into the counter
+    await blocker.close()
+    with pytest.raises(CorruptValueError, match="'/c'"):
+        await call
+    assert await a.children(QUEUE) == []  # withdrawn: nobody applies it later
+    assert (await a.get("/c"))[0] == b"abc"  # and nothing overwrote the garbage
+
+
+async def test_combining_is_off_with_a_promotion_lock_and_refused_with_one(coord) -> None:
+    lock = aiocoord.PromotedToLock("/c-lock")
+    promoted = AtomicLong(coord, "/c", promoted_to_lock=lock)
+    await promoted.increment()
+    assert await coord.exists(QUEUE) is None
+    with pytest.raises(InvalidArgumentError, match="combine"):
+        AtomicLong(coord, "/c", promoted_to_lock=lock, combine=True)
+    with pytest.raises(InvalidArgumentError, match="combine"):
+        AtomicLong(coord, "/c", coalesce=False, combine=True)
+    with pytest.raises(aiocoord.ArgumentTypeError, match="combine"):
+        AtomicLong(coord, "/c", combine="yes")  # type: ignore[arg-type]

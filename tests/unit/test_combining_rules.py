@@ -1,0 +1,126 @@
+"""The pure rules of the counter's combining queue (no server)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aiocoord import CorruptValueError
+from aiocoord._recipes._combining import (
+    RESULTS_KEPT,
+    Denied,
+    Entry,
+    _Batch,
+    _decode_request,
+    _parse,
+    _request_name,
+    _State,
+    grant_all,
+)
+from aiocoord._session import protected_marker
+from aiocoord._types import Stat
+
+LONG = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+BOUND = st.none() | LONG
+ENTRY = st.tuples(LONG, BOUND, BOUND)
+STAT = Stat(1, 1, 0, 0, 3, 0, 0, 0, 0, 0, 1)
+
+
+def _node(entries: list[Entry], seq: int) -> tuple[str, bytes]:
+    suffix, data = _request_name(entries)
+    return f"{protected_marker()}{suffix}{seq:010d}", data
+
+
+@given(st.lists(ENTRY, min_size=1, max_size=5), st.integers(0, 2**31 - 1))
+def test_a_request_reads_back_from_its_name_or_its_data(entries: list[Entry], seq: int) -> None:
+    name, data = _node(entries, seq)
+    parsed_seq, add = _parse(name)
+    assert parsed_seq == seq
+    if len(entries) == 1:
+        assert add == entries[0] and data == b""  # the listing alone carries it
+    else:
+        assert add is None and _decode_request("/r", data) == entries
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "lock-0000000001",  # another recipe's node
+        "r1_n_n-0000000001",  # no protected marker
+        f"{protected_marker()}r1_n_n-000000001x",  # no sequence
+        f"{protected_marker()}q1_n_n-0000000001",  # not a request
+        f"{protected_marker()}rx_n_n-0000000001",  # not a number
+        f"{protected_marker()}rn_n_n-0000000001",  # no delta
+        f"{protected_marker()}r1_2-0000000001",  # a part missing
+    ],
+)
+def test_names_no_requester_makes_are_ignored(name: str) -> None:
+    assert _parse(name) == (-1, None)
+
+
+@pytest.mark.parametrize(
+    "data", [b"", b"{", b"[[1]]", b'[["1", null, null]]', b"[[1, 2.5, null]]", b"[[true, 1, 2]]"]
+)
+def test_a_garbled_request_is_a_typed_error(data: bytes) -> None:
+    with pytest.raises(CorruptValueError, match="counter request"):
+        _decode_request("/c/combining/x", data)
+
+
+def test_the_queue_state_round_trips_and_starts_empty() -> None:
+    batch = _Batch(40, 5, 3, (0, 1, 7), (1, 2, -1))
+    state = _State(47, 7, 3, (batch,), 3)
+    again = _State.decode("/c/combining", state.encode(), STAT)
+    assert (again.upto, again.value, again.version, again.batches) == (47, 7, 3, (batch,))
+    assert again.stat_version == STAT.version
+    assert [batch.pre_of(seq) for seq in (40, 41, 47, 42)] == [5, 6, 8, None]
+    empty = _State.decode("/c/combining", b"", STAT)
+    assert (empty.upto, empty.batches) == (-1, ())
+
+
+def test_the_state_keeps_the_newest_results_within_its_budget() -> None:
+    state = _State(-1, 0, 0, (), 0)
+    for first in range(0, 10 * 100, 100):
+        batch = _Batch(first, first, 100, tuple(range(100)), (1,) * 100)
+        state = state.after(batch, first + 99, first + 100, first)
+    kept = sum(len(b.offsets) for b in state.batches)
+    assert kept <= RESULTS_KEPT and state.batches[-1].first == 900
+    assert len(state.encode()) < 4096
+    huge = _Batch(5000, 0, 1000, tuple(range(1000)), (1,) * 1000)
+    assert state.after(huge, 5999, 1000, 1).batches == (huge,)  # the newest always stays
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"x",
+        b"{}",
+        b'{"upto": 1, "value": 2, "version": 3, "batches": [[1, 0, 1, [0], ["a"]]]}',
+        b'{"upto": 1, "value": 2, "version": 3, "batches": [[1, 0, 1, [0, 1], [1]]]}',
+    ],
+)
+def test_a_garbled_queue_state_is_a_typed_error(data: bytes) -> None:
+    with pytest.raises(CorruptValueError, match="combining state"):
+        _State.decode("/c/combining", data, STAT)
+
+
+@given(LONG, st.lists(ENTRY, max_size=8))
+def test_grants_apply_in_order_and_never_leave_their_bounds(
+    value: int, entries: list[Entry]
+) -> None:
+    grants, final = grant_all(value, entries)
+    current = value
+    for (delta, lower, upper), granted in zip(entries, grants, strict=True):
+        if isinstance(granted, tuple):
+            pre, post = granted
+            assert pre == current and post == current + delta
+            assert (lower is None or post >= lower) and (upper is None or post <= upper)
+            current = post
+        elif granted is Denied.BOUND:
+            new = current + delta
+            assert (lower is not None and new < lower) or (upper is not None and new > upper)
+        else:
+            assert not -(2**63) <= current + delta < 2**63
+    assert final == current
+    # The combiner and each requester compute the same grants from the same start.
+    assert grant_all(value, entries) == (grants, final)
