@@ -345,12 +345,19 @@ class Combiner:
         """
         try:
             yield
+        except CorruptValueError as error:
+            if error.path != self._path:
+                self._start_abandon(node)
+            raise  # a corrupt counter: submit withdraws the request itself
         except Exception:
-            if not self._client.closed:
-                self._client.start_background(
-                    self._abandon(node), name=f"aiocoord-counter-abandon {node}"
-                )
+            self._start_abandon(node)
             raise
+
+    def _start_abandon(self, node: str) -> None:
+        if not self._client.closed:
+            self._client.start_background(
+                self._abandon(node), name=f"aiocoord-counter-abandon {node}"
+            )
 
     async def _abandon(self, node: str) -> None:
         client = self._client
