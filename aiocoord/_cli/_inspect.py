@@ -268,7 +268,8 @@ _RECOGNISERS = (_lock, _rw_lock, _latch, _double_barrier, _queue, _ttl_lease, _g
 
 
 def _value(path: str, data: bytes) -> Report | None:
-    """A childless node holding a number in a counter's encoding."""
+    """A node holding a number in a counter's encoding (childless, or with only an
+    AtomicLong's combining queue below it)."""
     if len(data) == 8:
         value = struct.unpack(">q", data)[0]
         return {"path": path, "kind": "counter", "layout": "AtomicLong (8 bytes)", "value": value}

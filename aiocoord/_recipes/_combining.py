@@ -47,7 +47,6 @@ from .._exceptions import (
     CorruptValueError,
     CounterOverflowError,
     NoConnectionError,
-    NodeExistsError,
     NoNodeError,
     OutcomeUnknownError,
     SessionExpiredError,
@@ -274,11 +273,17 @@ def _decode_request(path: str, data: bytes) -> list[Entry]:
     return entries
 
 
-def _raise_lost(results: Sequence[object]) -> None:
-    """Raise the first connection or session error among a pipeline's results."""
+def _raise_lost(results: Sequence[object], *, any_error: bool = False) -> None:
+    """Raise the first connection or session error among a pipeline's results
+    (first, so that a retry on connection loss sees it); with ``any_error``,
+    then the first error of any kind."""
     for result in results:
         if isinstance(result, ConnectionLossError | SessionExpiredError):
             raise result
+    if any_error:
+        for result in results:
+            if isinstance(result, Exception):
+                raise result
 
 
 class Combiner:
@@ -441,12 +446,9 @@ class Combiner:
 
     async def _make_queue(self) -> None:
         client = self._client
-
-        async def make() -> None:
-            with contextlib.suppress(NodeExistsError):
-                await client.create(self._queue, make_parents=True, acl=self._acl)
-
-        await retry_on_connection_loss(client, make)
+        await retry_on_connection_loss(
+            client, functools.partial(client.ensure_path, self._queue, acl=self._acl)
+        )
 
     async def _read_state(self) -> _State:
         data, stat = await self._client.get(self._queue)
@@ -454,10 +456,7 @@ class Combiner:
 
     async def _read_listing(self) -> tuple[_State, list[str]]:
         results = await self._client.pipeline().get(self._queue).children(self._queue).execute()
-        _raise_lost(results)
-        for result in results:
-            if isinstance(result, Exception):
-                raise result
+        _raise_lost(results, any_error=True)
         return _State.decode(self._queue, *results[0]), results[1][0]
 
     async def _wait_gone(self, name: str) -> bool:
@@ -485,10 +484,7 @@ class Combiner:
         results = await (
             client.pipeline().get(self._queue).children(self._queue).get(self._path).execute()
         )
-        _raise_lost(results)
-        for result in results:
-            if isinstance(result, Exception):
-                raise result  # the counter was deleted under us
+        _raise_lost(results, any_error=True)  # NoNodeError: the counter was deleted under us
         state = _State.decode(self._queue, *results[0])
         counter_data, counter_stat = results[2]
         if state.upto >= seq:

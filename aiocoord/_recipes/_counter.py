@@ -667,11 +667,10 @@ class _AtomicNumber(_Atomic[int]):
     ) -> None:
         super().__init__(client, path, retry=retry, promoted_to_lock=promoted_to_lock, acl=acl)
         self._coalesce = check_flag(coalesce, "coalesce", path=path)
+        can_combine = self._coalesce and promoted_to_lock is None and self._codec is Codec.LONG
         if combine is None:
-            combine = coalesce and promoted_to_lock is None and self._codec is Codec.LONG
-        elif check_flag(combine, "combine", path=path) and not (
-            coalesce and promoted_to_lock is None and self._codec is Codec.LONG
-        ):
+            combine = can_combine
+        elif check_flag(combine, "combine", path=path) and not can_combine:
             raise InvalidArgumentError(
                 "combine",
                 "needs a coalescing AtomicLong without promoted_to_lock "
