@@ -70,6 +70,9 @@ add as ``delta_lower_upper`` (``n`` for no bound), read from the listing
 alone; or empty, and the adds are the node's data (JSON)."""
 _MARKER_LENGTH = len(PROTECTED_PREFIX) + 37  # _c_, a UUID and a dash
 _DIGITS = 10
+_MAX_REQUESTS = 100_000
+"""More requests than one transaction can carry (its deletes alone would pass
+ZooKeeper's 1 MB request limit): a state claiming more is garbage."""
 
 Entry = tuple[int, int | None, int | None]
 """One add: (delta, lower bound or None, upper bound or None)."""
@@ -165,8 +168,9 @@ class _Batch:
 class _State:
     """The queue node's data: what has been applied, and the recent batches.
 
-    A batch costs a few bytes per request (offsets and totals, not values),
-    so the node keeps ``RESULTS_KEPT`` requests' results in about 2 KB.
+    A batch costs a few bytes (offsets and totals, not values, and usually
+    just their count and one total), so the node keeps ``RESULTS_KEPT``
+    requests' results in a few hundred bytes.
     """
 
     upto: int
@@ -177,7 +181,20 @@ class _State:
     stat_version: int
 
     def encode(self) -> bytes:
-        batches = [[b.first, b.start, b.size, b.offsets, b.added] for b in self.batches]
+        # Every reader and every write pays for these bytes, so a batch is
+        # written short when it can be: its offsets as their count when its
+        # requests are consecutive, its adds as one number when all are equal,
+        # and without its first request and start value when they follow on
+        # from the batch before (as they nearly always do).
+        batches: list[list[object]] = []
+        follows: tuple[int, int] | None = None
+        for b in self.batches:
+            count = len(b.offsets)
+            offsets = count if b.offsets == tuple(range(count)) else b.offsets
+            added = b.added[0] if b.added and b.added == (b.added[0],) * count else b.added
+            short: list[object] = [b.size, offsets, added]
+            batches.append(short if follows == (b.first, b.start) else [b.first, b.start, *short])
+            follows = (b.first + b.offsets[-1] + 1, b.start + sum(b.added)) if count else None
         return json.dumps(
             {"upto": self.upto, "value": self.value, "version": self.version, "batches": batches},
             separators=(",", ":"),
@@ -190,8 +207,20 @@ class _State:
         try:
             raw = json.loads(data)
             upto, value, version = raw["upto"], raw["value"], raw["version"]
-            batches = []
-            for first, start, size, offsets, added in raw["batches"]:
+            batches: list[_Batch] = []
+            for encoded in raw["batches"]:
+                if len(encoded) == 3 and batches and batches[-1].offsets:
+                    last = batches[-1]
+                    first, start = last.first + last.offsets[-1] + 1, last.start + sum(last.added)
+                    size, offsets, added = encoded
+                else:
+                    first, start, size, offsets, added = encoded
+                if type(offsets) is int:
+                    if not 0 <= offsets <= _MAX_REQUESTS:
+                        raise ValueError(data)
+                    offsets = range(offsets)
+                if type(added) is int:
+                    added = [added] * len(offsets)
                 numbers = [first, start, size, *offsets, *added]
                 if len(offsets) != len(added) or not all(type(n) is int for n in numbers):
                     raise ValueError(data)
@@ -304,29 +333,31 @@ class Combiner:
 
         Raises OutcomeUnknownError if the result cannot be known (see the module).
         """
-        node, seq, ahead, state = await self._enqueue(*_request_name(entries))
+        node, seq, ahead = await self._enqueue(*_request_name(entries))
         client = self._client
+        state: _State | None = None
         try:
             with client.only_in_session(client.session_id), self._abandon_on_error(node):
                 while True:
-                    if state.upto >= seq:
-                        return self._found(seq, state)
-                    ahead = [entry for entry in ahead if entry[0] > state.upto]
+                    if state is not None:
+                        if state.upto >= seq:
+                            return self._found(seq, state)
+                        ahead = [entry for entry in ahead if entry[0] > state.upto]
                     if not ahead:
                         outcome = await self._combine(node, seq, entries)
                         if isinstance(outcome, Combined):
                             return outcome
                         if outcome is not None:
-                            ahead = outcome  # a request ahead we had not seen applied
-                        state = await retry_on_connection_loss(client, self._read_state)
+                            ahead, state = outcome, None  # requests ahead we had not seen
+                            continue
                     elif await self._wait_gone(ahead[-1][1]):
                         ahead.pop()
-                        if ahead:
-                            state = await retry_on_connection_loss(client, self._read_state)
-                        # else: first in line, unless applied meanwhile, which
-                        # _combine's own read tells
-                    else:
-                        state = await retry_on_connection_loss(client, self._read_state)
+                        if not ahead:
+                            # First in line, unless applied meanwhile, which
+                            # _combine's own read tells.
+                            state = None
+                            continue
+                    state = await retry_on_connection_loss(client, self._read_state)
         except (SessionExpiredError, NoConnectionError) as error:
             # Still queued or gone with the session: it may have been applied.
             raise OutcomeUnknownError(self._path) from error
@@ -394,27 +425,28 @@ class Combiner:
             return False
         return True
 
-    async def _enqueue(
-        self, name: str, payload: bytes
-    ) -> tuple[str, int, list[tuple[int, str]], _State]:
-        """Create our request, and list who is ahead of it, in one round trip."""
+    async def _enqueue(self, name: str, payload: bytes) -> tuple[str, int, list[tuple[int, str]]]:
+        """Create our request, and list who is ahead of it, in one round trip.
+
+        Every request listed is pending: a transaction that applies requests
+        deletes them, so no state needs reading to tell who is ahead.
+        """
         client = self._client
         marker = protected_marker()
         target = f"{self._queue}/{marker}{name}"
         while True:
             session = client.session_id
             try:
-                created, state, names = await (
+                created, names = await (
                     client.pipeline()
                     .create(target, payload, ephemeral=True, sequential=True, acl=self._acl)
-                    .get(self._queue)
                     .children(self._queue)
                     .execute()
                 )
             except NoConnectionError:
                 raise
             except (ConnectionLossError, SessionExpiredError) as error:
-                created = state = names = error
+                created = names = error
             if isinstance(created, NoNodeError):
                 await self._make_queue()
                 continue
@@ -430,19 +462,20 @@ class Combiner:
                 if found is None:
                     continue
                 node = found[0]
-                state = names = created  # read them again below
+                names = created  # list them again below
             elif isinstance(created, Exception):
                 raise created
             else:
                 node = created[0]
-            if isinstance(state, Exception) or isinstance(names, Exception):
-                state, names = await retry_on_connection_loss(client, self._read_listing)
+            if isinstance(names, Exception):
+                listed = await retry_on_connection_loss(
+                    client, functools.partial(client.children, self._queue)
+                )
             else:
-                state = _State.decode(self._queue, *state)
-                names = names[0]
+                listed = names[0]
             seq = _sequence(_paths.basename(node))
-            ahead = sorted((s, n) for n in names if state.upto < (s := _sequence(n)) < seq)
-            return node, seq, ahead, state
+            ahead = sorted((s, n) for n in listed if 0 <= (s := _sequence(n)) < seq)
+            return node, seq, ahead
 
     async def _make_queue(self) -> None:
         client = self._client
@@ -453,11 +486,6 @@ class Combiner:
     async def _read_state(self) -> _State:
         data, stat = await self._client.get(self._queue)
         return _State.decode(self._queue, data, stat)
-
-    async def _read_listing(self) -> tuple[_State, list[str]]:
-        results = await self._client.pipeline().get(self._queue).children(self._queue).execute()
-        _raise_lost(results, any_error=True)
-        return _State.decode(self._queue, *results[0]), results[1][0]
 
     async def _wait_gone(self, name: str) -> bool:
         """Wait for the request ``name`` to change; True if it is (or already was) gone."""

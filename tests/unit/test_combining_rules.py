@@ -78,6 +78,38 @@ def test_the_queue_state_round_trips_and_starts_empty() -> None:
     assert (empty.upto, empty.batches) == (-1, ())
 
 
+def test_consecutive_requests_with_equal_adds_are_stored_compactly() -> None:
+    usual = _Batch(40, 5, 8, tuple(range(8)), (1,) * 8)
+    following = _Batch(48, 13, 3, tuple(range(3)), (2,) * 3)
+    gap = _Batch(60, 19, 3, (0, 2), (-1, 1))
+    state = _State(62, 19, 3, (usual, following, gap), 3)
+    assert b'"batches":[[40,5,8,8,1],[3,3,2],[60,19,3,[0,2],[-1,1]]]' in state.encode()
+    decoded = _State.decode("/c/combining", state.encode(), STAT).batches
+    assert decoded == (usual, following, gap)
+
+
+@st.composite
+def batch_runs(draw: st.DrawFn) -> tuple[_Batch, ...]:
+    """Batches as combiners write them: each after the last, some with gaps."""
+    batches = []
+    first, start = draw(st.integers(0, 10**9)), draw(LONG)
+    for _ in range(draw(st.integers(0, 6))):
+        first += draw(st.sampled_from([0, 0, 1, 5]))
+        gaps = draw(st.lists(st.sampled_from([0, 0, 0, 1, 3]), min_size=1, max_size=6))
+        offsets = tuple(i + sum(gaps[: i + 1]) - gaps[0] for i in range(len(gaps)))
+        added = tuple(draw(st.sampled_from([1, 1, -1, 0, 7])) for _ in offsets)
+        batch = _Batch(first, start, len(offsets) + draw(st.integers(0, 2)), offsets, added)
+        batches.append(batch)
+        first, start = first + offsets[-1] + 1, start + sum(added)
+    return tuple(batches)
+
+
+@given(batch_runs())
+def test_any_run_of_batches_round_trips(batches: tuple[_Batch, ...]) -> None:
+    state = _State(5, 6, 7, batches, 3)
+    assert _State.decode("/c/combining", state.encode(), STAT).batches == batches
+
+
 def test_the_state_keeps_the_newest_results_within_its_budget() -> None:
     state = _State(-1, 0, 0, (), 0)
     for first in range(0, 10 * 100, 100):
@@ -97,6 +129,12 @@ def test_the_state_keeps_the_newest_results_within_its_budget() -> None:
         b"{}",
         b'{"upto": 1, "value": 2, "version": 3, "batches": [[1, 0, 1, [0], ["a"]]]}',
         b'{"upto": 1, "value": 2, "version": 3, "batches": [[1, 0, 1, [0, 1], [1]]]}',
+        b'{"upto": 1, "value": 2, "version": 3, "batches": [[1, 0, 1, -1, 1]]}',
+        b'{"upto": 1, "value": 2, "version": 3, "batches": [[1, 0, 1, 10000000000, 1]]}',
+        b'{"upto": 1, "value": 2, "version": 3, "batches": [[1, 0, 1, 2, [1]]]}',
+        b'{"upto": 1, "value": 2, "version": 3, "batches": [[1, 0, 1, 2, 1.5]]}',
+        b'{"upto": 1, "value": 2, "version": 3, "batches": [[1, 1, 1]]}',
+        b'{"upto": 1, "value": 2, "version": 3, "batches": [[1, 0, 1, 0, 1], [1, 1, 1]]}',
     ],
 )
 def test_a_garbled_queue_state_is_a_typed_error(data: bytes) -> None:
