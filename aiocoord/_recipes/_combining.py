@@ -324,6 +324,9 @@ class Combiner:
         self._path = path
         self._queue = combining_queue(path)
         self._acl = acl
+        self._trust_state = False
+        """Whether the queue's state last matched the counter, so that the next
+        combined write can go without reading the counter first."""
         self._strays: set[str] = set()
         """Persistent nodes found in the queue: no requester made them (requests
         are ephemeral), so nobody waits for them, and the next write drops them."""
@@ -509,12 +512,12 @@ class Combiner:
         """Apply every pending request in one transaction. Our result; or, if the
         listing shows requests ahead of ours, those; or None to look again."""
         client = self._client
-        results = await (
-            client.pipeline().get(self._queue).children(self._queue).get(self._path).execute()
-        )
+        pipeline = client.pipeline().get(self._queue).children(self._queue)
+        if not self._trust_state:
+            pipeline.get(self._path)
+        results = await pipeline.execute()
         _raise_lost(results, any_error=True)  # NoNodeError: the counter was deleted under us
         state = _State.decode(self._queue, *results[0])
-        counter_data, counter_stat = results[2]
         if state.upto >= seq:
             return self._found(seq, state)
         names = results[1][0]
@@ -525,7 +528,20 @@ class Combiner:
         ahead = [entry for entry in pending if entry[0] < seq and entry[1] not in self._strays]
         if ahead:
             return ahead
-        value = Codec.LONG.decode(counter_data, self._path) if counter_data else 0
+        if len(results) == 3:
+            counter_data, version = results[2][0], results[2][1].version
+            value = Codec.LONG.decode(counter_data, self._path) if counter_data else 0
+        elif state.version >= 0:
+            # The counter as the last combined write left it. It cannot have
+            # been deleted and made again since: a node with children (this
+            # queue) cannot be deleted. If anyone wrote it since, the
+            # transaction fails on its version, and the next try reads it.
+            value, version = state.value, state.version
+        else:
+            data, stat = await retry_on_connection_loss(
+                client, functools.partial(client.get, self._path)
+            )
+            value, version = Codec.LONG.decode(data, self._path) if data else 0, stat.version
         batch: list[tuple[int, str, Sequence[Entry]]] = [(seq, node, entries)]
         transaction = client.transaction()
         unread: list[tuple[int, str]] = []
@@ -565,11 +581,10 @@ class Combiner:
             added.append(after - current)
             current = after
         if current != value:
-            transaction.set(self._path, Codec.LONG.encode(current), version=counter_stat.version)
-            version = counter_stat.version + 1
+            transaction.set(self._path, Codec.LONG.encode(current), version=version)
+            version += 1
         else:
-            transaction.check(self._path, counter_stat.version)
-            version = counter_stat.version
+            transaction.check(self._path, version)
         offsets = tuple(other - seq for other, _path, _request in batch)
         applied = _Batch(seq, value, size, offsets, tuple(added))
         new_state = state.after(applied, pending[-1][0], current, version)
@@ -579,9 +594,13 @@ class Combiner:
         try:
             await transaction.commit()
         except (BadVersionError, NoNodeError):
-            return None  # another writer came first, or a request left: look again
+            # Another writer came first, or a request left: look again, and
+            # read the counter itself in case a direct write moved it.
+            self._trust_state = False
+            return None
         except NoConnectionError:
             raise
         except ConnectionLossError:
             return None  # the queue's state will say whether it applied
+        self._trust_state = True
         return Combined(value, current, version, size, alone=len(batch) == 1)
