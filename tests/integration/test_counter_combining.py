@@ -128,6 +128,30 @@ async def test_tasks_sharing_a_client_queue_as_one_request(started) -> None:
     assert sorted(r.post_value for r in results[:5]) in ([2, 4, 6, 8, 10], [1, 3, 5, 7, 9])
 
 
+async def test_a_direct_write_between_combined_writes_is_kept(started) -> None:
+    # A combined write goes at the version the queue's state recorded; a write
+    # made directly since (Curator's, or a plain set) must make it read again.
+    first_blocker, second_blocker, a, other = await started(4)
+    await block_queue(first_blocker)
+    (counter,) = await queued_counters([a])
+
+    async def combined_alone(blocker: aiocoord.Client) -> aiocoord.AtomicValue[int]:
+        call = asyncio.create_task(counter.increment())
+        await until_pending(other, 2)
+        await blocker.close()  # a is now first in line, alone: it combines
+        result = await call
+        assert result.succeeded and result.stats.queued_time > 0
+        return result
+
+    result = await combined_alone(first_blocker)
+    assert (result.pre_value, result.post_value) == (0, 1)
+    await AtomicLong(other, "/c", combine=False).force_set(100)
+    await block_queue(second_blocker)
+    result = await combined_alone(second_blocker)
+    assert (result.pre_value, result.post_value) == (100, 101)
+    assert (await AtomicLong(other, "/c").get()).post_value == 101
+
+
 async def test_a_request_left_by_a_dead_session_does_not_hold_the_queue(started) -> None:
     blocker, a = await started(2)
     await block_queue(blocker)
