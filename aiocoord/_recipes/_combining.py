@@ -8,12 +8,13 @@ turns contention into batches:
 
 - a process whose compare-and-set lost publishes its adds as an ephemeral
   sequential *request* node under ``<counter>/combining``;
-- the owner of the lowest pending request reads the counter and every
-  pending request, and applies them all in one transaction: the counter's new
-  value (versioned, so any other writer, Curator's included, still conflicts
-  safely), the deletion of every request applied, and ``combining``'s data
-  (versioned): the highest request applied and, in a few bytes each, the
-  results of the last ``RESULTS_KEPT`` requests;
+- the owner of the lowest pending request reads every pending request and
+  applies them all in one transaction: the counter's new value (versioned, so
+  any other writer, Curator's included, still conflicts safely), the deletion
+  of every request applied, and ``combining``'s data (versioned): the highest
+  request applied, the counter's value and version after the write (so the
+  next combined write need not read the counter), and, in a few bytes each,
+  the results of the last ``RESULTS_KEPT`` requests;
 - every other requester waits for the pending request just ahead of it to go;
   then it reads ``combining`` and finds either its own result or itself first
   in line. Sequence numbers only grow, so nobody can queue ahead of a request
