@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -15,13 +16,17 @@ from typing import Any, Protocol
 import anyio
 
 from .. import _paths
-from .._checks import check_bytes, check_int, check_recipe_acl, check_timeout
+from .._checks import check_bytes, check_flag, check_int, check_recipe_acl, check_timeout
 from .._exceptions import (
+    ClientClosedError,
     DeadlockError,
+    InvalidArgumentError,
     LockLostError,
+    NoConnectionError,
     NoNodeError,
     NotOwnerError,
     OperationTimeoutError,
+    SessionExpiredError,
 )
 from .._session import (
     Client,
@@ -29,6 +34,7 @@ from .._session import (
     Fence,
     Transaction,
     check_error_policy,
+    retry_on_connection_loss,
     run_cleanup,
 )
 from .._types import ACL
@@ -59,6 +65,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("aiocoord")
+
+REVOKE_MESSAGE = b"__REVOKE__"
+"""What a revocation request writes into a contender's node (Curator's Revoker)."""
 
 
 def default_node_data() -> bytes:
@@ -159,6 +168,40 @@ class _LockHold(Hold):
         self.grant = grant
         """Which grant on the node this is (0 first; more only with local hand-off)."""
         self.count = 1
+        self.revoke_requested = asyncio.Event()
+        self.revocation_watch: asyncio.Task[Any] | None = None
+
+    def stop_watching(self) -> None:
+        if self.revocation_watch is not None:
+            self.revocation_watch.cancel()
+            self.revocation_watch = None
+
+
+async def _watch_revocation(client: Client, node: str, hold: _LockHold) -> None:
+    """Set ``hold.revoke_requested`` once someone writes REVOKE_MESSAGE into ``node``.
+
+    The first read also finds a request made while the node was still waiting
+    in the queue: the message stays in the node's data.
+    """
+    while True:
+        try:
+            data, _stat, watch = await retry_on_connection_loss(
+                client, functools.partial(client.watch_data, node)
+            )
+        except NoConnectionError:
+            continue  # still cut off: the session may yet come back, or end
+        except (NoNodeError, SessionExpiredError, ClientClosedError):
+            return  # released, or gone with the session (the hold's loss tells that)
+        try:
+            if data == REVOKE_MESSAGE:
+                log.info("lock node %r: revocation requested", node)
+                hold.revoke_requested.set()
+                return
+            await watch  # a change or the delete: read again
+        except (SessionExpiredError, ClientClosedError):
+            return
+        finally:
+            watch.cancel()
 
 
 class Mutex:
@@ -186,6 +229,11 @@ class Mutex:
     queues at the back for the tasks still waiting. Other processes thus wait
     at most N of this object's grants per turn. Every grant has its own,
     larger fencing token.
+
+    ``revocable=True`` (Curator's ``makeRevocable``) lets others ask a holder
+    to give the lock up: :meth:`request_revocation` (or Curator's
+    ``Revoker.attemptRevoke``) marks its node, and the holder's
+    :meth:`wait_revoked` returns. Releasing stays the holder's decision.
     """
 
     _lock_name = LOCK_NAME
@@ -204,11 +252,13 @@ class Mutex:
         error_policy: ErrorPolicy | None = None,
         acl: Sequence[ACL] | None = None,
         local_handoff: int = 0,
+        revocable: bool = False,
     ) -> None:
         recipe_path(client, path, "lock")
         bound = check_int(
             local_handoff, "local_handoff", path=path, minimum=0, maximum=MAX_LOCAL_GRANTS
         )
+        self._revocable = check_flag(revocable, "revocable", path=path)
         self._client = client
         self.path = path
         self._data = default_node_data() if data is None else check_bytes(data, "data", path=path)
@@ -298,6 +348,13 @@ class Mutex:
             self._monitor.discard(hold)
             raise
         task.add_done_callback(self._on_owner_done)
+        if self._revocable and contender.node is not None and not hold.lost:
+            # Refused while the client closes: the node goes with its session then.
+            with contextlib.suppress(RuntimeError):
+                hold.revocation_watch = self._client.start_background(
+                    _watch_revocation(self._client, contender.node, hold),
+                    name=f"aiocoord-lock-revocation {contender.node}",
+                )
 
     async def try_acquire(self) -> bool:
         """Take the lock if it is free now (one look at the queue); never wait."""
@@ -326,6 +383,7 @@ class Mutex:
             # Counted as held here until the node is gone.
             await hold.contender.release()
         del self._holds[task]
+        hold.stop_watching()
         self._monitor.discard(hold)
         task.remove_done_callback(self._on_owner_done)
         if self._local is not None:
@@ -336,6 +394,7 @@ class Mutex:
         hold = self._holds.pop(task, None)
         if hold is None:
             return
+        hold.stop_watching()
         self._monitor.discard(hold)
         if self._client.closed:
             return  # the node went with the session
@@ -438,6 +497,51 @@ class Mutex:
             raise not_owner(self.path)
         return hold.wait_lost()
 
+    @property
+    def revoke_requested(self) -> bool:
+        """Whether someone asked the calling task to give up its hold (False if it
+        holds none). Only a ``revocable`` Mutex learns of requests."""
+        hold = self._holds.get(current_task())
+        return hold is not None and hold.revoke_requested.is_set()
+
+    def wait_revoked(self) -> Coroutine[Any, Any, None]:
+        """Wait until someone asks the calling task to give the lock up.
+
+        Returns at once if the request came while the task was still queued.
+        NotOwnerError if the task holds nothing; InvalidArgumentError unless
+        the Mutex is ``revocable``. As for :meth:`wait_lost`, the hold is
+        looked up now, so ``asyncio.create_task(lock.wait_revoked())`` works.
+        """
+        hold = self._holds.get(current_task())
+        if hold is None:
+            raise not_owner(self.path)
+        if not self._revocable:
+            raise InvalidArgumentError(
+                "revocable", "this lock was made without revocable=True", self.path
+            )
+        return _wait_event(hold.revoke_requested)
+
+    async def request_revocation(self, node: str | Participant) -> bool:
+        """Ask the contender that owns ``node`` (a node of this lock, as
+        :meth:`participants` lists them) to give the lock up.
+
+        Writes Curator's revocation message into the node, so a revocable
+        Curator InterProcessMutex hears it too. Only a request: the holder
+        decides. False if the node no longer exists.
+        """
+        path = node.node if isinstance(node, Participant) else node
+        path = _paths.validate_path(path)
+        if _paths.parent(path) != self.path:
+            raise InvalidArgumentError("node", f"{path!r} is not a node of this lock", self.path)
+        client = self._client
+        try:
+            await retry_on_connection_loss(
+                client, functools.partial(client.set, path, REVOKE_MESSAGE)
+            )
+        except NoNodeError:
+            return False
+        return True
+
     def fence(self) -> Fence:
         """The calling task's proof of holding, for any transaction to require.
 
@@ -471,6 +575,10 @@ class Mutex:
             for name, result in zip(ordered, results, strict=True)
             if not isinstance(result, Exception)
         ]
+
+
+async def _wait_event(event: asyncio.Event) -> None:
+    await event.wait()
 
 
 FencedTransaction = Transaction
@@ -545,8 +653,9 @@ class ReadWriteLock:
         data: bytes | None = None,
         error_policy: ErrorPolicy | None = None,
         acl: Sequence[ACL] | None = None,
+        revocable: bool = False,
     ) -> None:
-        options = {"data": data, "error_policy": error_policy, "acl": acl}
+        options = {"data": data, "error_policy": error_policy, "acl": acl, "revocable": revocable}
         self.write_lock: Mutex = _WriteLock(self, client, path, **options)
         self.read_lock: Mutex = _ReadLock(self, client, path, **options)
         self.path = path

@@ -1,6 +1,7 @@
 """Curator and aiocoord on the same znodes: they must exclude and count together.
 
-The Java side is tests/interop/CuratorHarness.java (see _curator.py).
+The Java side is tests/interop/CuratorHarness.java and CuratorRevocation.java
+(see _curator.py).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from asyncio.subprocess import Process
 from typing import Any
 
 import pytest
-from _curator import finish, start_curator, together
+from _curator import finish, read_line, start_curator, together
 
 import aiocoord
 from aiocoord import Mutex, NodeExistsError
@@ -201,3 +202,48 @@ async def test_curator_and_aiocoord_share_one_semaphore(
                 await client.delete(mine)
 
     await together(*(finish(j) for j in javas), *(python_side(c) for c in clients))
+
+
+async def test_aiocoord_asks_a_curator_holder_to_let_go_and_then_holds(
+    curator_classpath: str, zookeeper, client_factory
+) -> None:
+    client = client_factory()
+    await client.start()
+    java = await start_curator(
+        curator_classpath,
+        "CuratorRevocation",
+        "holder",
+        zookeeper.connect_string,
+        f"{zookeeper.namespace}/lock",
+    )
+    try:
+        assert await read_line(java) == "HELD"
+        lock = Mutex(client, "/lock")
+        (holder,) = await lock.participants()
+        assert await lock.request_revocation(holder) is True
+        assert await read_line(java) == "REVOKED"  # Curator's listener heard it
+        async with lock:  # served once the Curator holder let go
+            assert lock.is_held
+    finally:
+        assert "DONE 1" in await finish(java)
+
+
+async def test_curator_revoker_reaches_an_aiocoord_holder(
+    curator_classpath: str, zookeeper, client_factory
+) -> None:
+    client = client_factory()
+    await client.start()
+    lock = Mutex(client, "/lock", revocable=True)
+    async with lock:
+        java = await start_curator(
+            curator_classpath,
+            "CuratorRevocation",
+            "revoke",
+            zookeeper.connect_string,
+            f"{zookeeper.namespace}{lock.node}",
+        )
+        try:
+            await lock.wait_revoked()
+        finally:
+            assert "DONE 1" in await finish(java)
+        assert lock.revoke_requested
