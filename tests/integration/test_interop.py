@@ -1,7 +1,6 @@
 """Curator and aiocoord on the same znodes: they must exclude and count together.
 
-The Java side is tests/interop/CuratorHarness.java and CuratorRevocation.java
-(see _curator.py).
+The Java side is tests/interop/CuratorHarness.java (see _curator.py).
 """
 
 from __future__ import annotations
@@ -211,8 +210,8 @@ async def test_aiocoord_asks_a_curator_holder_to_let_go_and_then_holds(
     await client.start()
     java = await start_curator(
         curator_classpath,
-        "CuratorRevocation",
-        "holder",
+        "CuratorHarness",
+        "revocable-holder",
         zookeeper.connect_string,
         f"{zookeeper.namespace}/lock",
     )
@@ -237,7 +236,7 @@ async def test_curator_revoker_reaches_an_aiocoord_holder(
     async with lock:
         java = await start_curator(
             curator_classpath,
-            "CuratorRevocation",
+            "CuratorHarness",
             "revoke",
             zookeeper.connect_string,
             f"{zookeeper.namespace}{lock.node}",

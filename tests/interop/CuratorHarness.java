@@ -5,11 +5,15 @@
 //   java CuratorHarness counter <connect> <counterPath> <iterations>
 //   java CuratorHarness writer  <connect> <lockPath> <markerPath> <iterations>
 //   java CuratorHarness lease   <connect> <semPath> <maxLeases> <insidePath> <iterations>
+//   java CuratorHarness revocable-holder <connect> <lockPath>
+//   java CuratorHarness revoke  <connect> <lockNodePath>
 //
 // Prints "READY" once connected and "DONE <n>" at the end; "VIOLATION ..." and
-// exit code 2 if mutual exclusion was broken.
+// exit code 2 if mutual exclusion was broken. revocable-holder prints "HELD" once
+// it holds and "REVOKED" once asked to let go (exit code 3 if nobody asks).
 
 import java.nio.ByteBuffer;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -19,6 +23,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.CreateMode;
@@ -44,6 +49,8 @@ public class CuratorHarness {
                 done = lease(client, args[2], Integer.parseInt(args[3]), args[4],
                              Integer.parseInt(args[5]));
                 break;
+            case "revocable-holder": done = revocableHolder(client, args[2]); break;
+            case "revoke": Revoker.attemptRevoke(client, args[2]); done = 1; break;
             default: throw new IllegalArgumentException(args[0]);
         }
         System.out.println("DONE " + done);
@@ -126,5 +133,23 @@ public class CuratorHarness {
             }
         }
         return iterations;
+    }
+
+    // Holds a revocable mutex until someone asks for it back (Revoker's message).
+    static int revocableHolder(CuratorFramework client, String lockPath) throws Exception {
+        InterProcessMutex lock = new InterProcessMutex(client, lockPath);
+        CountDownLatch asked = new CountDownLatch(1);
+        lock.makeRevocable(forLock -> asked.countDown());
+        lock.acquire();
+        System.out.println("HELD");
+        System.out.flush();
+        if (!asked.await(60, TimeUnit.SECONDS)) {
+            System.out.println("NO REQUEST");
+            System.exit(3);
+        }
+        System.out.println("REVOKED");
+        System.out.flush();
+        lock.release();
+        return 1;
     }
 }
