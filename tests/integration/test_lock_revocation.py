@@ -15,6 +15,7 @@ from aiocoord import (
     NotOwnerError,
     ReadWriteLock,
 )
+from aiocoord.testing import expire_session
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -160,3 +161,46 @@ async def test_revocation_is_refused_where_it_cannot_apply(started) -> None:
     # A node that is gone: nothing to ask, and nothing is made.
     assert await plain.request_revocation(node) is False
     assert not await client.exists(node)
+
+
+async def test_a_new_hold_after_a_session_expiry_hears_requests_again(started) -> None:
+    a, b = await started(2)
+    lock = Mutex(a, "/lock", revocable=True)
+    other = Mutex(b, "/lock")
+    await lock.acquire()
+    old_node = lock.node
+    await expire_session(a)
+    assert not lock.is_held  # lost with its session; a request to it finds nothing
+    assert await other.request_revocation(old_node) is False
+    await lock.release()  # gives up the lost hold (its node went with the session)
+
+    async with lock:
+        (holder,) = await queued(b, other, 1)
+        assert holder == lock.node != old_node
+        assert await other.request_revocation(holder) is True
+        await lock.wait_revoked()
+
+
+async def test_with_local_handoff_every_hold_through_the_marked_node_hears_it(started) -> None:
+    (client,) = await started(1)
+    lock = Mutex(client, "/lock", revocable=True, local_handoff=4)
+    first_holds = asyncio.Event()
+    heard: list[bool] = []
+
+    async def first() -> None:
+        async with lock:
+            first_holds.set()
+            await lock.wait_revoked()
+
+    async def second() -> None:
+        await first_holds.wait()
+        async with lock:  # granted on the same node, with no server request
+            await lock.wait_revoked()
+            heard.append(lock.revoke_requested)
+
+    tasks = [asyncio.create_task(first()), asyncio.create_task(second())]
+    await first_holds.wait()
+    (node,) = await queued(client, lock, 1)
+    assert await lock.request_revocation(node) is True
+    await asyncio.gather(*tasks)
+    assert heard == [True]
