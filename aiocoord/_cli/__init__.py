@@ -19,6 +19,7 @@ from ._commands import (
     elect_command,
     lock_command,
     queue_command,
+    revoke_command,
     watch_command,
 )
 from ._exit import CliError, ExitCode, error_to_exit
@@ -37,6 +38,7 @@ HANDLERS: dict[str, Handler] = {
     "barrier": barrier_command,
     "queue": queue_command,
     "inspect": inspect_command,
+    "revoke": revoke_command,
     "watch": watch_command,
 }
 

@@ -193,13 +193,17 @@ def build_parser(handlers: dict[str, Handler]) -> tuple[Parser, dict[str, Parser
         "  aiocoord lock /locks/backup --timeout 0 -- ./backup.sh   # skip if busy (exit 75)\n"
         "  aiocoord lock /locks/db --shared -- ./read-report.sh      # many readers...\n"
         "  aiocoord lock /locks/db --write -- ./migrate.sh           # ...or one writer\n"
-        "  aiocoord lock /slots/gpu --semaphore 4 -- ./train.sh      # at most 4 at once\n\n"
+        "  aiocoord lock /slots/gpu --semaphore 4 -- ./train.sh      # at most 4 at once\n"
+        "  aiocoord lock /locks/report --revocable -- ./report.sh    # stops if asked\n\n"
         "The lock is released when the command ends or this process is interrupted\n"
         "(the signal goes to the command first). If the lock is lost while the\n"
         "command runs (the connection drops, the session expires, someone deletes\n"
         "the lock node), the command gets SIGTERM, then SIGKILL after --grace, and\n"
-        "the exit status is 71. If this process is killed outright, the command\n"
-        "is killed with it (Linux) and the lock goes when the session times out.",
+        "the exit status is 71. With --revocable, a request to give the lock back\n"
+        "(`aiocoord revoke`, Curator's Revoker) stops the command the same way, and\n"
+        "its own exit status passes through. If this process is killed outright,\n"
+        "the command is killed with it (Linux) and the lock goes when the session\n"
+        "times out.",
     )
     lock.add_argument("path", metavar="PATH")
     kind = lock.add_mutually_exclusive_group()
@@ -221,8 +225,24 @@ def build_parser(handlers: dict[str, Handler]) -> tuple[Parser, dict[str, Parser
         type=_seconds,
         help="give up waiting after this (exit 75; 0: try once)",
     )
+    lock.add_argument(
+        "--revocable",
+        action="store_true",
+        help="stop the command when someone asks for the lock back (not with --semaphore)",
+    )
     _add_grace(lock)
     _add_command_argument(lock)
+
+    revoke = add(
+        "revoke",
+        "ask the holders of a lock to give it back (Curator's Revoker)",
+        "  aiocoord revoke /locks/report\n\n"
+        "Marks the node of every current holder of the lock (or read-write lock) at\n"
+        "PATH, and prints it. Only a holder that listens acts on it: `aiocoord lock\n"
+        "--revocable`, a Mutex(revocable=True), a Curator lock made revocable.\n"
+        "Exit status 1 if there is no lock at PATH, or nobody holds it.",
+    )
+    revoke.add_argument("path", metavar="PATH")
 
     elect = add(
         "elect",
@@ -354,6 +374,8 @@ def parse(handlers: dict[str, Handler], argv: Sequence[str]) -> argparse.Namespa
             sub.error(f"counter {args.action} needs N")
         if args.action != "add" and (args.lower is not None or args.upper is not None):
             sub.error("--lower and --upper go with counter add")
+    if args.name == "lock" and args.revocable and args.semaphore is not None:
+        sub.error("--revocable goes with a lock, not --semaphore")
     if args.name == "queue":
         if args.action == "get" and args.item is not None:
             sub.error("queue get takes no ITEM")

@@ -1,4 +1,4 @@
-"""The commands that act on ZooKeeper: lock, elect, counter, barrier, queue, watch.
+"""The commands that act on ZooKeeper: lock, revoke, elect, counter, barrier, queue, watch.
 
 Each takes the parsed options and the signal router, builds its recipe objects
 first (so bad input fails before anything is sent), then connects.
@@ -7,6 +7,7 @@ first (so bad input fails before anything is sent), then connects.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from collections.abc import Coroutine
@@ -17,6 +18,7 @@ import anyio
 import aiocoord
 
 from ._exit import CliError, ExitCode
+from ._inspect import inspect_path
 from ._layouts import LOCK_MARKERS, RW_MARKERS, SEMAPHORE_CHILDREN
 from ._output import data_fields, data_text, log, session_hex, write_line
 from ._run import Finished, run_command, until_lost
@@ -28,6 +30,7 @@ __all__ = [
     "elect_command",
     "lock_command",
     "queue_command",
+    "revoke_command",
     "watch_command",
 ]
 
@@ -71,11 +74,11 @@ async def lock_command(args: argparse.Namespace, interrupts: Interrupts) -> int:
             semaphore = aiocoord.Semaphore(client, path, args.semaphore)
         elif args.shared or args.write:
             kind = "read-write lock"
-            both = aiocoord.ReadWriteLock(client, path)
+            both = aiocoord.ReadWriteLock(client, path, revocable=args.revocable)
             lock = both.read_lock if args.shared else both.write_lock
         else:
             kind = "mutex"
-            lock = aiocoord.Mutex(client, path)
+            lock = aiocoord.Mutex(client, path, revocable=args.revocable)
     async with connected(client, args):
         await _refuse_other_layout(client, path, kind)
         if semaphore is not None:
@@ -102,7 +105,10 @@ async def _run_with_lock(
             node = lock.node
 
             def lost() -> Coroutine[Any, Any, str]:
-                return until_lost(client, lock.wait_lost(), node, session)
+                losing = until_lost(client, lock.wait_lost(), node, session)
+                if not args.revocable:
+                    return losing
+                return _first_of(losing, _revoked(lock.wait_revoked()))
 
             finished = await run_command(args.command, interrupts, lost=lost, grace=args.grace)
     except aiocoord.OperationTimeoutError as error:
@@ -116,9 +122,57 @@ async def _run_with_lock(
             return finished.status
         raise CliError(ExitCode.LOST, f"{error}; the command was stopped") from error
     assert finished is not None
+    if finished.lost == _REVOKED:
+        log.warning("%s was asked back; the command was stopped", what)
+        return finished.status
     if finished.lost is not None:
         raise CliError(ExitCode.LOST, f"lost {what}: {finished.lost}; the command was stopped")
     return finished.status
+
+
+_REVOKED = "asked back"
+"""What stopping a command on a revocation request reports (not a loss)."""
+
+
+async def _revoked(requested: Coroutine[Any, Any, None]) -> str:
+    await requested
+    return _REVOKED
+
+
+async def _first_of(*coroutines: Coroutine[Any, Any, str]) -> str:
+    """The result of whichever finishes first (the earlier one if several have)."""
+    tasks = [asyncio.ensure_future(c) for c in coroutines]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        return next(t for t in tasks if t.done()).result()
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+
+
+async def revoke_command(args: argparse.Namespace, interrupts: Interrupts) -> int:
+    client = make_client(args)
+    path: str = args.path
+    with bad_input():
+        lock = aiocoord.Mutex(client, path)  # checks the path, sends nothing
+    async with connected(client, args):
+        report = await inspect_path(client, path, depth=0)
+        if report is not None and report["kind"] == "node" and not report["num_children"]:
+            raise CliError(ExitCode.FAILED, f"nobody holds {path!r}")
+        if report is None or report["kind"] not in ("lock", "read-write lock"):
+            found = "nothing" if report is None else f"a {report['kind']}"
+            raise CliError(ExitCode.FAILED, f"no lock at {path!r} (found {found})")
+        holders = [report["holder"]] if report["kind"] == "lock" else report["holders"]
+        asked = 0
+        for holder in holders:
+            node = f"{path.rstrip('/')}/{holder['node']}"
+            if await lock.request_revocation(node):
+                write_line(node)
+                asked += 1
+    if not asked:
+        raise CliError(ExitCode.FAILED, f"nobody holds {path!r}")
+    return ExitCode.OK
 
 
 async def _run_with_lease(

@@ -216,6 +216,43 @@ async def test_a_deleted_lock_node_stops_the_command_and_exits_71(cli, coord) ->
     assert "lost the lock on '/d'" in err and "was deleted" in err
 
 
+async def test_revoke_stops_a_revocable_holders_command_and_the_next_one_runs(
+    cli, coord, children_reach
+) -> None:
+    holder = await cli("lock", "/r", "--revocable", *child(WAITER, "a"))
+    assert (await holder.line()).startswith("start a")
+    waiting = await cli("lock", "/r", *child(WAITER, "b"))
+    first, _second = sorted(await children_reach(coord, "/r", 2), key=lambda n: n[-10:])
+
+    code, out, _err = await run(cli, "revoke", "/r")
+    assert code == 0 and one_line(out) == f"/r/{first}"  # the holder only, not the waiter
+    _out, err = await holder.finish(close_stdin=False)
+    assert holder.returncode == 128 + signal.SIGTERM  # the command's own status
+    assert "was asked back; the command was stopped" in err
+    assert (await waiting.line()).startswith("start b")
+
+    # A holder that did not ask to be revocable is asked, and carries on.
+    code, _out, _err = await run(cli, "revoke", "/r")
+    assert code == 0
+    await waiting.send()
+    assert await waiting.line() == "end b"
+    await waiting.finish()
+    assert waiting.returncode == 0
+
+
+async def test_revoke_fails_where_nobody_holds_a_lock(cli, coord) -> None:
+    code, _out, err = await run(cli, "revoke", "/nothing")
+    assert code == 1 and "no lock at '/nothing' (found nothing)" in one_line(err)
+    await coord.create("/free", b"")
+    code, _out, err = await run(cli, "revoke", "/free")
+    assert code == 1 and "nobody holds '/free'" in one_line(err)
+    code, _out, err = await run(cli, "counter", "add", "/visits", "1")
+    code, _out, err = await run(cli, "revoke", "/visits")
+    assert code == 1 and "(found a counter)" in one_line(err)
+    code, _out, err = await run(cli, "lock", "/s", "--semaphore", "2", "--revocable", "--", "true")
+    assert code == 2 and "--revocable goes with a lock" in err
+
+
 async def test_a_suspended_connection_stops_the_command_and_logs_a_warning(
     cli, zookeeper, coord
 ) -> None:
