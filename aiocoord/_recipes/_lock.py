@@ -169,6 +169,9 @@ class _LockHold(Hold):
         """Which grant on the node this is (0 first; more only with local hand-off)."""
         self.count = 1
         self.revoke_requested = asyncio.Event()
+        self.revocation_read = asyncio.Event()
+        """Set once the node's data has been read (or could not be): from then on
+        ``revoke_requested`` tells requests made before the grant too."""
         self.revocation_watch: asyncio.Task[Any] | None = None
 
     def stop_watching(self) -> None:
@@ -183,25 +186,29 @@ async def _watch_revocation(client: Client, node: str, hold: _LockHold) -> None:
     The first read also finds a request made while the node was still waiting
     in the queue: the message stays in the node's data.
     """
-    while True:
-        try:
-            data, _stat, watch = await retry_on_connection_loss(
-                client, functools.partial(client.watch_data, node)
-            )
-        except NoConnectionError:
-            continue  # still cut off: the session may yet come back, or end
-        except (NoNodeError, SessionExpiredError, ClientClosedError):
-            return  # released, or gone with the session (the hold's loss tells that)
-        try:
-            if data == REVOKE_MESSAGE:
-                log.info("lock node %r: revocation requested", node)
-                hold.revoke_requested.set()
+    try:
+        while True:
+            try:
+                data, _stat, watch = await retry_on_connection_loss(
+                    client, functools.partial(client.watch_data, node)
+                )
+            except NoConnectionError:
+                continue  # still cut off: the session may yet come back, or end
+            except (NoNodeError, SessionExpiredError, ClientClosedError):
+                return  # released, or gone with the session (the hold's loss tells that)
+            try:
+                if data == REVOKE_MESSAGE:
+                    log.info("lock node %r: revocation requested", node)
+                    hold.revoke_requested.set()
+                    return
+                hold.revocation_read.set()
+                await watch  # a change or the delete: read again
+            except (SessionExpiredError, ClientClosedError):
                 return
-            await watch  # a change or the delete: read again
-        except (SessionExpiredError, ClientClosedError):
-            return
-        finally:
-            watch.cancel()
+            finally:
+                watch.cancel()
+    finally:
+        hold.revocation_read.set()
 
 
 class Mutex:
@@ -323,18 +330,36 @@ class Mutex:
             return True
         self._before_acquire(task)
         if self._local is not None:
-            return await self._local.acquire(task, timeout)
-        contender = self._contender_for(task)
-        if not await contender.acquire(timeout):
-            return False
-        try:
-            self._grant(task, contender, 0)
-        except BaseException:
-            # Granted but not recorded (an error policy that raised): nobody
-            # could release this node, so give it back before reporting.
-            await run_cleanup(self._client, contender.release)
-            raise
+            if not await self._local.acquire(task, timeout):
+                return False
+        else:
+            contender = self._contender_for(task)
+            if not await contender.acquire(timeout):
+                return False
+            try:
+                self._grant(task, contender, 0)
+            except BaseException:
+                # Granted but not recorded (an error policy that raised): nobody
+                # could release this node, so give it back before reporting.
+                await run_cleanup(self._client, contender.release)
+                raise
+        if self._revocable:
+            await self._read_revocation(task)
         return True
+
+    async def _read_revocation(self, task: asyncio.Task[Any]) -> None:
+        """Wait for the new hold's first look at its node, so that a request made
+        while it queued shows in ``revoke_requested`` when acquire returns (one
+        round trip, as Curator's revocable lock pays before its own wait)."""
+        hold = self._holds.get(task)
+        if hold is None or hold.revocation_watch is None:
+            return
+        try:
+            await hold.revocation_read.wait()
+        except BaseException:
+            # Cancelled holding a lock the caller will never know it has.
+            await run_cleanup(self._client, functools.partial(self._release_task, task))
+            raise
 
     def _grant(self, task: asyncio.Task[Any], contender: Contender, grant: int) -> None:
         """Record that ``task`` holds. Called with no await since the decision that
@@ -507,7 +532,8 @@ class Mutex:
     def wait_revoked(self) -> Coroutine[Any, Any, None]:
         """Wait until someone asks the calling task to give the lock up.
 
-        Returns at once if the request came while the task was still queued.
+        Returns at once if the request came while the task was still queued
+        (``acquire`` returns only after looking).
         NotOwnerError if the task holds nothing; InvalidArgumentError unless
         the Mutex is ``revocable``. As for :meth:`wait_lost`, the hold is
         looked up now, so ``asyncio.create_task(lock.wait_revoked())`` works.

@@ -84,8 +84,8 @@ async def test_a_request_made_while_queued_is_heard_on_taking_the_lock(started) 
     async def wait_then_hold() -> bool:
         async with waiter:
             granted.set()
-            await waiter.wait_revoked()  # returns at once: the request came earlier
-            requested = waiter.revoke_requested
+            requested = waiter.revoke_requested  # acquire looked before returning
+            await waiter.wait_revoked()  # so this returns at once
             await release.wait()
             return requested
 
@@ -100,28 +100,34 @@ async def test_a_request_made_while_queued_is_heard_on_taking_the_lock(started) 
     assert not holder.revoke_requested
 
 
-async def test_tasks_sharing_a_lock_object_hear_only_their_own_requests(started) -> None:
-    (client,) = await started(1)
-    lock = Mutex(client, "/lock", revocable=True)
+async def first_asked_back_then_second(client: Client, lock: Mutex, nodes: int) -> bool:
+    """Two tasks share ``lock``: the first holds it until asked back (its node is
+    the first of ``nodes`` in the queue), then the second takes it. Returns
+    whether the second, on taking it, found a request addressed to it too."""
     first_holds = asyncio.Event()
-    second_state: list[bool] = []
 
     async def first() -> None:
         async with lock:
             first_holds.set()
             await lock.wait_revoked()
 
-    async def second() -> None:
+    async def second() -> bool:
         await first_holds.wait()
         async with lock:
-            second_state.append(lock.revoke_requested)
+            return lock.revoke_requested
 
-    tasks = [asyncio.create_task(first()), asyncio.create_task(second())]
+    both = asyncio.gather(first(), second())
     await first_holds.wait()
-    queue = await queued(client, lock, 2)
+    queue = await queued(client, lock, nodes)
     assert await lock.request_revocation(queue[0]) is True
-    await asyncio.gather(*tasks)
-    assert second_state == [False]
+    _first, heard = await both
+    return heard
+
+
+async def test_tasks_sharing_a_lock_object_hear_only_their_own_requests(started) -> None:
+    (client,) = await started(1)
+    lock = Mutex(client, "/lock", revocable=True)
+    assert await first_asked_back_then_second(client, lock, 2) is False
 
 
 async def test_a_read_write_lock_side_can_be_revoked(started) -> None:
@@ -184,23 +190,5 @@ async def test_a_new_hold_after_a_session_expiry_hears_requests_again(started) -
 async def test_with_local_handoff_every_hold_through_the_marked_node_hears_it(started) -> None:
     (client,) = await started(1)
     lock = Mutex(client, "/lock", revocable=True, local_handoff=4)
-    first_holds = asyncio.Event()
-    heard: list[bool] = []
-
-    async def first() -> None:
-        async with lock:
-            first_holds.set()
-            await lock.wait_revoked()
-
-    async def second() -> None:
-        await first_holds.wait()
-        async with lock:  # granted on the same node, with no server request
-            await lock.wait_revoked()
-            heard.append(lock.revoke_requested)
-
-    tasks = [asyncio.create_task(first()), asyncio.create_task(second())]
-    await first_holds.wait()
-    (node,) = await queued(client, lock, 1)
-    assert await lock.request_revocation(node) is True
-    await asyncio.gather(*tasks)
-    assert heard == [True]
+    # One node for both tasks: the second is granted on it with no server request.
+    assert await first_asked_back_then_second(client, lock, 1) is True
