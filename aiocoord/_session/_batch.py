@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Unpack
@@ -17,6 +16,7 @@ from .._exceptions import (
 )
 from .._types import Stat
 from . import _zk
+from ._connection import replies
 from ._engine import SessionEngine
 from ._requests import CreateOptions, RequestBuilder
 
@@ -195,7 +195,7 @@ class Pipeline(_Builder):
         conn = await self._engine.connection()
         self._engine.check_pinned_session()
         futures = conn.submit_all(self._ops)
-        outcomes = await asyncio.gather(*futures, return_exceptions=True)
+        outcomes = await replies(futures)
         results: list[Any] = []
         for op, finish, outcome in zip(self._ops, self._finish, outcomes, strict=True):
             if isinstance(outcome, NoNodeError) and op.opcode == _zk.OP_EXISTS:

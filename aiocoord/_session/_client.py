@@ -27,6 +27,7 @@ from .._types import ACL, Stat, WatchEvent
 from ._background import Background
 from ._batch import Pipeline, Transaction
 from ._broadcast import Subscription
+from ._connection import replies
 from ._engine import SessionEngine, only_in_session, request_timeout
 from ._nodes import OwnNode, Parents, find_protected
 from ._options import ClientOptions, Hosts, Settings
@@ -402,7 +403,7 @@ class Client:
         conn = await self._engine.connection()
         self._engine.check_pinned_session()
         futures = conn.submit_all(ops)  # all or none: one too large sends none
-        results = await asyncio.gather(*futures, return_exceptions=True)
+        results = await replies(futures)
         for result in results:
             if isinstance(result, BaseException) and not isinstance(result, NodeExistsError):
                 raise result

@@ -20,7 +20,7 @@ from typing import Any
 from .._exceptions import ConnectionLossError, DataTooLargeError, error_for_code
 from . import _zk
 
-__all__ = ["Connection", "open_connection"]
+__all__ = ["Connection", "open_connection", "replies"]
 
 log = logging.getLogger("aiocoord.connection")
 
@@ -306,6 +306,32 @@ class Connection(asyncio.Protocol):
     @property
     def in_flight(self) -> int:
         return len(self._pending)
+
+
+async def replies(futures: Sequence[asyncio.Future[Any]]) -> list[Any]:
+    """Each request's result, or its error as a value, once every reply is in.
+
+    Not ``asyncio.gather(..., return_exceptions=True)``: on Python 3.11, a
+    gather cancelled after its last future had failed raises a CancelledError
+    without the canceller's message. anyio's cancel scopes tell their own
+    cancellation by that message, so a deadline (``move_on_after``) that fired
+    then let the error escape as a cancellation nobody asked for. Here the
+    caller's own cancellation is what propagates; the requests are abandoned.
+    """
+    if not futures:
+        return []
+    try:
+        await asyncio.wait(futures)
+    except asyncio.CancelledError:
+        for future in futures:
+            if future.done() and not future.cancelled():
+                future.exception()  # retrieved: a failure nobody waits for is no news
+            future.cancel()
+        raise
+    return [
+        asyncio.CancelledError() if f.cancelled() else (f.exception() or f.result())
+        for f in futures
+    ]
 
 
 async def open_connection(
