@@ -119,7 +119,15 @@ async def lease_nodes_alive(
     client: aiocoord.Client, leases: list[tuple[int, str]]
 ) -> set[int] | None:
     """For the fenced store: the tokens whose lease node still exists (created at
-    that zxid), read after a ``sync``; None if ZooKeeper did not answer in time."""
+    that zxid), read after a ``sync``; None if ZooKeeper did not answer in time,
+    or if the server answering is too far behind to tell.
+
+    ``sync`` does not make a read current on a leader that was paused and does
+    not know yet that it was deposed: it answers from its own, older tree. A
+    lease node missing there proves nothing unless that tree has seen the node
+    made, that is, unless its parent's last child change (``pzxid``) is at
+    least the node's creation zxid (the token).
+    """
     alive: set[int] = set()
     try:
         async with asyncio.timeout(VALIDATE_TIMEOUT):
@@ -128,9 +136,25 @@ async def lease_nodes_alive(
                 stat = await client.exists(node)
                 if stat is not None and stat.czxid == token:
                     alive.add(token)
+                    continue
+                if not await _seen_since(client, node, token):
+                    return None
     except (TimeoutError, aiocoord.CoordinationError):
         return None
     return alive
+
+
+async def _seen_since(client: aiocoord.Client, node: str, zxid: int) -> bool:
+    """Whether the server's tree has seen the children of ``node``'s parent change
+    at or after ``zxid`` (the nearest existing ancestor's, if the parent is gone:
+    its deletion changed the grandparent's children)."""
+    path = node
+    while path.count("/") > 1:
+        path = path.rsplit("/", 1)[0]
+        stat = await client.exists(path)
+        if stat is not None:
+            return stat.pzxid >= zxid
+    return False
 
 
 class WorkerHandle:

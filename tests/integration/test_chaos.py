@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from chaos._checks import CHECKS
+from chaos._controller import lease_nodes_alive
+from chaos._layout import SEMAPHORE
 from chaos._nemesis import FAULT_KINDS
 from chaos._report import RECIPES
 
@@ -87,3 +89,19 @@ def check_run(out: Path, returncode: int | None, stderr: str) -> None:
     pids = [int(pid) for pid in re.findall(r"\d+", started.group(1))]
     assert len(pids) >= 3 + WORKERS
     assert [pid for pid in pids if Path(f"/proc/{pid}").exists()] == []
+
+
+async def test_the_store_never_judges_a_lease_gone_from_a_tree_that_never_saw_it(
+    started,
+) -> None:
+    """A deposed leader answers ``sync`` and reads from its own, older tree: a lease
+    node made after that tree's last change must come back unverified (None), not
+    gone. A lease node the tree saw made, then deleted, is gone."""
+    (client,) = await started(1)
+    lease = f"{SEMAPHORE}/leases/lease-"
+    made, stat = await client.create_with_stat(lease, b"", sequential=True, make_parents=True)
+    assert await lease_nodes_alive(client, [(stat.czxid, made)]) == {stat.czxid}
+    await client.delete(made)
+    assert await lease_nodes_alive(client, [(stat.czxid, made)]) == set()
+    # A token no server has reached yet stands for a node this tree never saw.
+    assert await lease_nodes_alive(client, [(stat.czxid + 10**6, f"{lease}0000000099")]) is None
