@@ -590,8 +590,10 @@ def _barrier(history: History, verdict: Verdict) -> None:
     """Nobody passed enter before ``members`` participants had entered, in every
     round: for each successful enter there is a moment between its start and its
     end at which ``members`` attempts were in (from their enter's start until they
-    began to leave, or gave up)."""
+    began to leave, or gave up; one that gave up because its session was lost
+    may be counted by the others for one more session timeout)."""
     members = int(history.meta.get("members", 0))
+    session_timeout = float(history.meta.get("session_timeout", 0))
     enters = history.of("barrier", "enter")
     leaves = {(o.worker, o.args.get("attempt")): o for o in history.of("barrier", "leave")}
     spans: list[tuple[float, float]] = []
@@ -603,6 +605,11 @@ def _barrier(history: History, verdict: Verdict) -> None:
                 end = leave.invoke
         elif enter.complete is not None:
             end = enter.complete
+            if _session_lost(enter):
+                # The client gave its session up; the server may keep it (and
+                # our node, which the others count) up to a session timeout
+                # longer, as after a leader change that restarts its clock.
+                end += session_timeout
         spans.append((enter.invoke, end))
     passed = [e for e in enters if e.status == "ok" and e.complete is not None]
     for enter in passed:
@@ -623,6 +630,11 @@ def _barrier(history: History, verdict: Verdict) -> None:
         "enters failed": sum(1 for e in enters if e.status == "fail"),
         "leaves": len(leaves),
     }
+
+
+def _session_lost(op: Op) -> bool:
+    """Whether ``op`` failed because its client declared its session lost."""
+    return op.error is not None and "session owning our node was lost" in op.error
 
 
 # --- plain barrier ------------------------------------------------------------------------

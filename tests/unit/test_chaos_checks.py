@@ -912,6 +912,32 @@ def test_a_group_not_read_at_the_end_fails() -> None:
     assert not verdict("group.members", [final("group", error="TimeoutError()")]).passed
 
 
+def test_an_enter_given_up_with_its_session_may_still_count_for_the_others() -> None:
+    """w2's client declared its session lost and gave up at t=1.0; the server may
+    keep that session, and w2's node, up to a session timeout longer, so w0 and
+    w1 passing at t=1.2 with it counted is no violation. Given up on a timeout,
+    w2's node was gone: the two passed alone."""
+    check = next(c for c in CHECKS if c.name == "barrier.enter")
+
+    def judged(error: str) -> Verdict:
+        records = [
+            *op("w2:e1", "barrier", "enter", 0.0, 1.0, "fail", error=error, args={"attempt": 1}),
+            *op("w0:e1", "barrier", "enter", 1.1, 1.2, args={"attempt": 1}),
+            *op("w1:e1", "barrier", "enter", 1.1, 1.2, args={"attempt": 1}),
+            *op("w0:l1", "barrier", "leave", 1.3, 1.4, args={"attempt": 1}),
+            *op("w1:l1", "barrier", "leave", 1.3, 1.4, args={"attempt": 1}),
+        ]
+        run = {"type": "run", "t": 0.0, "members": 3, "session_timeout": 4.0}
+        return run_checks(build_history([run, *records]), [check])[0]
+
+    lost = (
+        "BarrierBrokenError: barrier '/chaos/barrier' broken: "
+        "the session owning our node was lost while entering"
+    )
+    assert judged(lost).passed
+    assert not judged("timeout").passed
+
+
 def test_a_latch_paused_while_leading_is_excused_from_the_handover() -> None:
     pause = {"type": "fault", "t": 1.2, "end": 7.0, "kind": "pause-worker", "worker": "w0"}
     records = [
