@@ -7,7 +7,6 @@ first (so bad input fails before anything is sent), then connects.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from collections.abc import Coroutine
@@ -21,7 +20,7 @@ from ._exit import CliError, ExitCode
 from ._inspect import inspect_path
 from ._layouts import LOCK_MARKERS, RW_MARKERS, SEMAPHORE_CHILDREN
 from ._output import data_fields, data_text, log, session_hex, write_line
-from ._run import Finished, run_command, until_lost
+from ._run import Finished, first_of, run_command, until_lost
 from ._session import Interrupts, bad_input, connected, make_client
 
 __all__ = [
@@ -108,7 +107,7 @@ async def _run_with_lock(
                 losing = until_lost(client, lock.wait_lost(), node, session)
                 if not args.revocable:
                     return losing
-                return _first_of(losing, _revoked(lock.wait_revoked()))
+                return first_of(losing, _revoked(lock.wait_revoked()))
 
             finished = await run_command(args.command, interrupts, lost=lost, grace=args.grace)
     except aiocoord.OperationTimeoutError as error:
@@ -137,18 +136,6 @@ _REVOKED = "asked back"
 async def _revoked(requested: Coroutine[Any, Any, None]) -> str:
     await requested
     return _REVOKED
-
-
-async def _first_of(*coroutines: Coroutine[Any, Any, str]) -> str:
-    """The result of whichever finishes first (the earlier one if several have)."""
-    tasks = [asyncio.ensure_future(c) for c in coroutines]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        return next(t for t in tasks if t.done()).result()
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.wait(tasks)
 
 
 async def revoke_command(args: argparse.Namespace, interrupts: Interrupts) -> int:

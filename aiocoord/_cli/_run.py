@@ -18,7 +18,7 @@ import aiocoord
 from ._exit import CliError, ExitCode
 from ._session import Interrupts
 
-__all__ = ["Finished", "exit_status", "node_gone", "run_command", "until_lost"]
+__all__ = ["Finished", "exit_status", "first_of", "node_gone", "run_command", "until_lost"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -157,15 +157,23 @@ async def until_lost(
     client: aiocoord.Client, wait_lost: Coroutine[Any, Any, None], node: str, session_id: int
 ) -> str:
     """Whichever comes first: the library's loss (``wait_lost``) or our node going."""
-    monitor = asyncio.ensure_future(wait_lost)
-    gone = asyncio.ensure_future(node_gone(client, node, session_id))
-    try:
-        done, _pending = await asyncio.wait({monitor, gone}, return_when="FIRST_COMPLETED")
-        if gone in done:
-            return gone.result()
+
+    async def reported() -> str:
+        await wait_lost
         state = client.state
         return f"the connection was {state.value}" if state is not None else "the session ended"
+
+    return await first_of(node_gone(client, node, session_id), reported())
+
+
+async def first_of(*coroutines: Coroutine[Any, Any, str]) -> str:
+    """The result of whichever finishes first (the earliest given, if several have);
+    the others are cancelled and awaited before this returns."""
+    tasks = [asyncio.ensure_future(c) for c in coroutines]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        return next(t for t in tasks if t.done()).result()
     finally:
-        for task in (monitor, gone):
+        for task in tasks:
             task.cancel()
-        await asyncio.wait([monitor, gone])
+        await asyncio.wait(tasks)
