@@ -174,6 +174,9 @@ class _LockHold(Hold):
         ``revoke_requested`` tells requests made before the grant too."""
         self.revocation_watch: asyncio.Task[Any] | None = None
 
+    async def wait_revoked(self) -> None:
+        await self.revoke_requested.wait()
+
     def stop_watching(self) -> None:
         if self.revocation_watch is not None:
             self.revocation_watch.cancel()
@@ -545,7 +548,7 @@ class Mutex:
             raise InvalidArgumentError(
                 "revocable", "this lock was made without revocable=True", self.path
             )
-        return _wait_event(hold.revoke_requested)
+        return hold.wait_revoked()
 
     async def request_revocation(self, node: str | Participant) -> bool:
         """Ask the contender that owns ``node`` (a node of this lock, as
@@ -601,10 +604,6 @@ class Mutex:
             for name, result in zip(ordered, results, strict=True)
             if not isinstance(result, Exception)
         ]
-
-
-async def _wait_event(event: asyncio.Event) -> None:
-    await event.wait()
 
 
 FencedTransaction = Transaction
