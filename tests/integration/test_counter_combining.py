@@ -19,7 +19,7 @@ from aiocoord import (
     InvalidArgumentError,
     OutcomeUnknownError,
 )
-from aiocoord._recipes._combining import QUEUE_NAME
+from aiocoord._recipes.counters._combining import QUEUE_NAME
 from aiocoord._session import protected_marker
 from aiocoord.testing import expire_session
 

@@ -777,7 +777,7 @@ async def test_a_latch_closes_even_if_a_step_took_its_cancellation(
     """An anyio scope cancelled at the moment a close cancels the latch's task can
     take that cancellation for its own (found by the docs' failover example: 1
     close in 10 hung). Simulated here by a wait that swallows it and says "lead"."""
-    from aiocoord._recipes._contenders import Contender
+    from aiocoord._recipes._kit._contenders import Contender
 
     a, b = await started(2)
     real_wait_turn = Contender.wait_turn

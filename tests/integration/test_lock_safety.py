@@ -25,7 +25,7 @@ from aiocoord import (
     Semaphore,
     SemaphoreMutex,
 )
-from aiocoord._recipes._contenders import WRITE_LOCK_NAME, mutex_rule
+from aiocoord._recipes._kit._contenders import WRITE_LOCK_NAME, mutex_rule
 from aiocoord.testing import TcpProxy, expire_session
 
 pytestmark = pytest.mark.timeout(120)

@@ -33,7 +33,7 @@ from aiocoord import (
     QueueEmptyError,
     SessionErrorPolicy,
 )
-from aiocoord._recipes._queue import wrap_item
+from aiocoord._recipes.queues._queue import wrap_item
 from aiocoord.testing import (
     TcpProxy,
     ZooKeeperServer,

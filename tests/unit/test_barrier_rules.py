@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import aiocoord
-from aiocoord._recipes._barrier import (
+from aiocoord._recipes.barriers._barrier import (
     READY_NODE,
     EnterDecision,
     LeaveDecision,

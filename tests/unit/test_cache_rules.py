@@ -11,7 +11,7 @@ import pytest
 
 import aiocoord
 from aiocoord import CacheEvent, CacheEventType, NoNodeError, Stat, TreeCache, WatchEvent
-from aiocoord._recipes._cache import _CHECK, _DATA, _LIST, _Read, _View
+from aiocoord._recipes.caches._cache import _CHECK, _DATA, _LIST, _Read, _View
 from aiocoord._types import EventType
 
 CREATED = CacheEventType.CREATED

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aiocoord import Codec, CoordinationError, CorruptValueError
-from aiocoord._recipes._lease import _DATA as LEASE_DATA
+from aiocoord._recipes.locks._lease import _DATA as LEASE_DATA
 
 PATH = "/some/node"
 

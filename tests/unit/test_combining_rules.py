@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aiocoord import CorruptValueError
-from aiocoord._recipes._combining import (
+from aiocoord._recipes.counters._combining import (
     RESULTS_KEPT,
     Denied,
     Entry,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aiocoord._recipes._contenders import (
+from aiocoord._recipes._kit._contenders import (
     LOCK_NAME,
     READ_LOCK_NAME,
     WRITE_LOCK_NAME,

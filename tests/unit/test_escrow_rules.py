@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aiocoord._recipes._escrow import Move, grant, initial_shards, plan_moves, split
+from aiocoord._recipes.counters._escrow import Move, grant, initial_shards, plan_moves, split
 
 
 def test_split_is_even_with_the_larger_parts_first() -> None:

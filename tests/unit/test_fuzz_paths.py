@@ -30,9 +30,9 @@ from aiocoord import (
     InvalidPathError,
 )
 from aiocoord._paths import check_namespace, validate_path
-from aiocoord._recipes._contenders import LOCK_NAME, sequence_key
-from aiocoord._recipes._lease import _LeaseData
-from aiocoord._recipes._queue import (
+from aiocoord._recipes._kit._contenders import LOCK_NAME, sequence_key
+from aiocoord._recipes.locks._lease import _LeaseData
+from aiocoord._recipes.queues._queue import (
     _decode,
     delay_name,
     due_of,

@@ -54,7 +54,7 @@ GRAPH = {name: _imports(name) for name in MODULES}
 
 def test_the_scan_sees_the_known_edges() -> None:
     assert "aiocoord._session._engine" in GRAPH["aiocoord._session._client"]
-    assert "aiocoord._session" in GRAPH["aiocoord._recipes._lock"]
+    assert "aiocoord._session" in GRAPH["aiocoord._recipes.locks._mutex"]
     assert "aiocoord._session._zk" in GRAPH["aiocoord._session._engine"]
 
 
@@ -109,6 +109,38 @@ def test_recipes_use_only_what_the_session_package_exports(name: str) -> None:
     reach = {m for m in GRAPH[name] if m.startswith("aiocoord._session.")}
     assert reach == set()
     assert not {m for m in GRAPH[name] if _layer(m) in {"testing", ""}}
+
+
+def _family(name: str) -> str | None:
+    """The recipe family (``locks``, ``_kit``, ...) a module belongs to, if any."""
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "_recipes" else None
+
+
+FAMILIES = sorted({f for n in MODULES if (f := _family(n)) is not None and f != "_kit"})
+
+# A family may lean on another only where the recipe is built from it, as
+# Curator's counters fall back to its mutex (PromotedToLock).
+_FAMILY_MAY_USE = {"counters": {"locks"}}
+
+
+def test_the_scan_sees_every_family() -> None:
+    assert {"locks", "counters", "queues", "leaders", "barriers", "caches", "groups"} <= set(
+        FAMILIES
+    )
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if _family(n) not in {None, "_kit"}))
+def test_a_family_uses_only_the_kit_and_the_session(name: str) -> None:
+    own = _family(name)
+    allowed = {"_kit", own} | _FAMILY_MAY_USE.get(own or "", set())
+    reach = {m for m in GRAPH[name] if _family(m) is not None and _family(m) not in allowed}
+    assert reach == set()
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if _family(n) == "_kit"))
+def test_the_kit_uses_no_family(name: str) -> None:
+    assert {m for m in GRAPH[name] if _family(m) not in {None, "_kit"}} == set()
 
 
 @pytest.mark.parametrize("name", sorted(n for n in MODULES if _layer(n) == "testing"))

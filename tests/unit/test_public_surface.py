@@ -99,8 +99,8 @@ def test_the_docstring_walk_reaches_members_of_private_bases() -> None:
     checked, _missing = _walk_docstrings()
     for expected in (
         "aiocoord.Mutex.acquire",  # a public class's own method
-        "aiocoord._recipes._counter._Atomic.get",  # from AtomicLong's private base
-        "aiocoord._recipes._holding.Hold.wait_lost",  # from SemaphoreLease's base
+        "aiocoord._recipes.counters._counter._Atomic.get",  # from AtomicLong's private base
+        "aiocoord._recipes._kit._holding.Hold.wait_lost",  # from SemaphoreLease's base
         "aiocoord.Client.session_id",  # a property
         "aiocoord.testing._proxy.TcpProxy.held",  # the test kit's
         "aiocoord.NoNodeError",  # an exception class

@@ -10,7 +10,7 @@ import pytest
 
 import aiocoord
 from aiocoord import Codec, CorruptValueError, InvalidPathError, QueueEmptyError
-from aiocoord._recipes._queue import (
+from aiocoord._recipes.queues._queue import (
     DELAY_LAYOUT,
     FIFO_LAYOUT,
     ID_LAYOUT,

@@ -25,8 +25,8 @@ from typing import Any
 
 import anyio
 
-from .._checks import check_flag, check_recipe_acl, check_text, check_timeout
-from .._exceptions import (
+from ..._checks import check_flag, check_recipe_acl, check_text, check_timeout
+from ..._exceptions import (
     ArgumentTypeError,
     ClientClosedError,
     ConnectionLossError,
@@ -36,7 +36,7 @@ from .._exceptions import (
     OperationTimeoutError,
     SessionExpiredError,
 )
-from .._session import (
+from ..._session import (
     Broadcast,
     Client,
     ErrorPolicy,
@@ -45,10 +45,10 @@ from .._session import (
     check_error_policy,
     retry_on_connection_loss,
 )
-from .._types import ACL, EventType
-from ._contenders import LOCK_NAME, Contender, mutex_rule, recipe_path, sort_contenders
-from ._holding import Hold, LossMonitor, exit_loss_scope, native_cancel_pending
-from ._lock import default_node_data
+from ..._types import ACL, EventType
+from .._kit._args import default_node_data, recipe_path
+from .._kit._contenders import LOCK_NAME, Contender, mutex_rule, sort_contenders
+from .._kit._holding import Hold, LossMonitor, exit_loss_scope, native_cancel_pending
 
 __all__ = ["Candidate", "LeaderElection", "LeaderLatch"]
 

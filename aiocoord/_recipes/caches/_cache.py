@@ -39,9 +39,9 @@ from typing import Any, Self
 
 import anyio
 
-from .. import _paths
-from .._checks import check_int
-from .._exceptions import (
+from ... import _paths
+from ..._checks import check_int
+from ..._exceptions import (
     ArgumentTypeError,
     ClientClosedError,
     CoordinationError,
@@ -51,8 +51,8 @@ from .._exceptions import (
     SessionMovedError,
     UnimplementedError,
 )
-from .._session import Client, ConnectionState, PersistentWatch, check_client, run_cleanup
-from .._types import EventType, Stat, WatchEvent
+from ..._session import Client, ConnectionState, PersistentWatch, check_client, run_cleanup
+from ..._types import EventType, Stat, WatchEvent
 
 __all__ = [
     "CacheEvent",

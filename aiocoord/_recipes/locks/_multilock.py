@@ -10,9 +10,9 @@ from typing import Any, Protocol
 
 import anyio
 
-from .._checks import check_timeout
-from .._exceptions import ArgumentTypeError, InvalidArgumentError, NotOwnerError
-from .._session import Fence
+from ..._checks import check_timeout
+from ..._exceptions import ArgumentTypeError, InvalidArgumentError, NotOwnerError
+from ..._session import Fence
 
 __all__ = ["Lockable", "MultiLock"]
 

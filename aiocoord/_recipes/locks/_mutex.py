@@ -7,28 +7,22 @@ import asyncio
 import contextlib
 import functools
 import logging
-import os
-import socket
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-import anyio
-
-from .. import _paths
-from .._checks import check_bytes, check_flag, check_int, check_recipe_acl, check_timeout
-from .._exceptions import (
+from ... import _paths
+from ..._checks import check_bytes, check_flag, check_int, check_recipe_acl, check_timeout
+from ..._exceptions import (
     ClientClosedError,
     DeadlockError,
     InvalidArgumentError,
     LockLostError,
     NoConnectionError,
     NoNodeError,
-    NotOwnerError,
-    OperationTimeoutError,
     SessionExpiredError,
 )
-from .._session import (
+from ..._session import (
     Client,
     ErrorPolicy,
     Fence,
@@ -37,8 +31,9 @@ from .._session import (
     retry_on_connection_loss,
     run_cleanup,
 )
-from .._types import ACL
-from ._contenders import (
+from ..._types import ACL
+from .._kit._args import default_node_data, recipe_path
+from .._kit._contenders import (
     LOCK_NAME,
     READ_LOCK_NAME,
     WRITE_LOCK_NAME,
@@ -47,21 +42,23 @@ from ._contenders import (
     Rule,
     mutex_rule,
     read_rule,
-    recipe_path,
     sequence_key,
     sort_contenders,
 )
+from .._kit._holding import (
+    Hold,
+    HoldContext,
+    LossMonitor,
+    current_task,
+    not_owner,
+)
 from ._handoff import MAX_LOCAL_GRANTS, LocalQueue, fencing_token
-from ._holding import Hold, LossMonitor, exit_loss_scope
 
 __all__ = [
     "FencedTransaction",
     "Mutex",
     "Participant",
     "ReadWriteLock",
-    "current_task",
-    "default_node_data",
-    "not_owner",
 ]
 
 log = logging.getLogger("aiocoord")
@@ -70,95 +67,12 @@ REVOKE_MESSAGE = b"__REVOKE__"
 """What a revocation request writes into a contender's node (Curator's Revoker)."""
 
 
-def default_node_data() -> bytes:
-    """What a contender node holds unless told otherwise: who queued it."""
-    return f"{socket.gethostname()}:{os.getpid()}".encode()
-
-
-def current_task() -> asyncio.Task[Any]:
-    """The calling asyncio task: what owns a lock."""
-    task = asyncio.current_task()
-    if task is None:
-        raise RuntimeError("locks are owned by asyncio tasks: call from within a task")
-    return task
-
-
-def not_owner(path: str) -> NotOwnerError:
-    """The error for a task that uses a lock it does not hold, with the usual cause."""
-    return NotOwnerError(
-        f"{path!r} is not held by the calling task (on Python 3.11, asyncio.wait_for "
-        "runs its argument in a task of its own: use acquire(timeout=...) or "
-        "asyncio.timeout() instead)"
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class Participant:
     """One contender in a lock's queue, in order: first holds."""
 
     node: str
     data: bytes
-
-
-class _Holdable(Protocol):
-    path: str
-
-    async def acquire(self, timeout: float | None = None) -> bool: ...
-
-    async def release(self) -> None: ...
-
-    def _hold_of_caller(self) -> Hold | None: ...
-
-
-class HoldContext:
-    """``async with lock.hold(...)``: acquire, run the body, release; report loss.
-
-    With ``cancel_on_loss`` the body runs in a cancel scope that is cancelled the
-    moment the hold is lost. Either way, leaving the block after a loss raises
-    :class:`LockLostError`, so the holder always learns of it.
-    """
-
-    def __init__(self, lock: _Holdable, *, cancel_on_loss: bool, timeout: float | None) -> None:
-        self._lock = lock
-        self._cancel_on_loss = cancel_on_loss
-        self._timeout = check_timeout(timeout, path=lock.path)
-        self._scope: anyio.CancelScope | None = None
-        self._hold: Hold | None = None
-
-    def __repr__(self) -> str:
-        lost = self._hold is not None and self._hold.lost
-        return (
-            f"<HoldContext {self._lock.path!r} cancel_on_loss={self._cancel_on_loss} lost={lost}>"
-        )
-
-    async def __aenter__(self) -> None:
-        if not await self._lock.acquire(self._timeout):
-            raise OperationTimeoutError(
-                f"could not acquire {self._lock.path!r} in {self._timeout} s"
-            )
-        hold = self._lock._hold_of_caller()
-        assert hold is not None
-        self._hold = hold
-        if self._cancel_on_loss:
-            self._scope = anyio.CancelScope()
-            self._scope.__enter__()
-            hold.add_scope(self._scope)
-
-    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        # Returns None, not a bool: the block's exceptions always propagate. The
-        # scope swallows only the cancellation a loss caused, and a loss always
-        # raises LockLostError here; so type checkers see a block that may not
-        # be left silently (a ``return`` inside it is the function's return).
-        hold = self._hold
-        assert hold is not None
-        suppress = False
-        if self._scope is not None:
-            hold.remove_scope(self._scope)
-            suppress = exit_loss_scope(self._scope, exc_type, exc, tb)
-        await self._lock.release()
-        if hold.lost and (exc_type is None or suppress):
-            raise LockLostError(self._lock.path, hold.reason)
-        assert not suppress, "a hold's scope is cancelled only by a loss"
 
 
 class _LockHold(Hold):

@@ -24,9 +24,9 @@ from typing import Any
 
 import anyio
 
-from .. import _paths
-from .._checks import check_bytes, check_recipe_acl
-from .._exceptions import (
+from ... import _paths
+from ..._checks import check_bytes, check_recipe_acl
+from ..._exceptions import (
     ArgumentTypeError,
     BadVersionError,
     ClientClosedError,
@@ -39,7 +39,7 @@ from .._exceptions import (
     SessionError,
     SessionExpiredError,
 )
-from .._session import (
+from ..._session import (
     Client,
     ConnectionState,
     PersistentWatch,
@@ -47,8 +47,8 @@ from .._session import (
     retry_on_connection_loss,
     run_cleanup,
 )
-from .._types import ACL, EventType, Stat, WatchEvent
-from ._contenders import recipe_path
+from ..._types import ACL, EventType, Stat, WatchEvent
+from .._kit._args import recipe_path
 
 __all__ = ["GroupMember"]
 

@@ -62,9 +62,9 @@ from typing import NamedTuple, TypeVar
 
 import anyio
 
-from .. import _paths
-from .._checks import check_flag, check_int, check_recipe_acl
-from .._exceptions import (
+from ... import _paths
+from ..._checks import check_flag, check_int, check_recipe_acl
+from ..._exceptions import (
     ArgumentTypeError,
     BadVersionError,
     BoundExceededError,
@@ -78,9 +78,9 @@ from .._exceptions import (
     OutcomeUnknownError,
     SessionExpiredError,
 )
-from .._session import Client, ExponentialBackoff, RetryPolicy, Transaction
-from .._types import ACL, Stat
-from ._contenders import recipe_path
+from ..._session import Client, ExponentialBackoff, RetryPolicy, Transaction
+from ..._types import ACL, Stat
+from .._kit._args import recipe_path
 from ._counter import AtomicFailure, AtomicStats, AtomicValue, _AddQueue, _AddRequest
 
 __all__ = [

@@ -23,10 +23,10 @@ from typing import Any, Protocol
 
 import anyio
 
-from .._exceptions import ClientClosedError
-from .._session import Client, run_cleanup
-from ._contenders import Contender
-from ._holding import LossMonitor
+from ..._exceptions import ClientClosedError
+from ..._session import Client, run_cleanup
+from .._kit._contenders import Contender
+from .._kit._holding import LossMonitor
 
 __all__ = ["GRANT_BITS", "MAX_LOCAL_GRANTS", "LocalQueue", "fencing_token"]
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import anyio
 
-from .. import _paths
-from .._checks import check_bytes, check_int, check_recipe_acl, check_timeout
-from .._exceptions import NoNodeError, NotOwnerError, SessionExpiredError
-from .._session import (
+from ... import _paths
+from ..._checks import check_bytes, check_int, check_recipe_acl, check_timeout
+from ..._exceptions import NoNodeError, NotOwnerError, SessionExpiredError
+from ..._session import (
     Client,
     ErrorPolicy,
     Fence,
@@ -31,12 +31,10 @@ from .._session import (
     retry_on_connection_loss,
     run_cleanup,
 )
-from .._types import ACL
-from ._contenders import (
-    recipe_path,
-)
-from ._holding import Hold, LossMonitor
-from ._lock import HoldContext, Mutex, current_task, default_node_data
+from ..._types import ACL
+from .._kit._args import default_node_data, recipe_path
+from .._kit._holding import Hold, HoldContext, LossMonitor, current_task
+from ._mutex import Mutex
 
 __all__ = ["Semaphore", "SemaphoreLease", "SemaphoreMutex"]
 

@@ -34,9 +34,9 @@ from typing import Any
 
 import anyio
 
-from .. import _paths
-from .._checks import check_bytes, check_int, check_recipe_acl, check_timeout
-from .._exceptions import (
+from ... import _paths
+from ..._checks import check_bytes, check_int, check_recipe_acl, check_timeout
+from ..._exceptions import (
     BadVersionError,
     BarrierBrokenError,
     ClientClosedError,
@@ -46,10 +46,9 @@ from .._exceptions import (
     OperationTimeoutError,
     SessionExpiredError,
 )
-from .._session import Client, Watch, delete_quietly, retry_on_connection_loss, run_cleanup
-from .._types import ACL, EventType, Stat
-from ._contenders import recipe_path
-from ._lock import default_node_data
+from ..._session import Client, Watch, delete_quietly, retry_on_connection_loss, run_cleanup
+from ..._types import ACL, EventType, Stat
+from .._kit._args import default_node_data, recipe_path
 
 __all__ = [
     "READY_NODE",

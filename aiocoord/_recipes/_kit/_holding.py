@@ -11,13 +11,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
-from .._session import Client, ConnectionState, ErrorPolicy
+from ..._checks import check_timeout
+from ..._exceptions import LockLostError, NotOwnerError, OperationTimeoutError
+from ..._session import Client, ConnectionState, ErrorPolicy
 
-__all__ = ["Hold", "LossMonitor", "exit_loss_scope", "native_cancel_pending"]
+__all__ = [
+    "Hold",
+    "HoldContext",
+    "LossMonitor",
+    "current_task",
+    "exit_loss_scope",
+    "native_cancel_pending",
+    "not_owner",
+]
 
 log = logging.getLogger("aiocoord")
 
@@ -138,3 +148,81 @@ class LossMonitor:
         if self._policy.is_error_state(state):
             for hold in list(self._holds):
                 hold.mark_lost(f"the connection was {state.value}")
+
+
+def current_task() -> asyncio.Task[Any]:
+    """The calling asyncio task: what owns a lock."""
+    task = asyncio.current_task()
+    if task is None:
+        raise RuntimeError("locks are owned by asyncio tasks: call from within a task")
+    return task
+
+
+def not_owner(path: str) -> NotOwnerError:
+    """The error for a task that uses a lock it does not hold, with the usual cause."""
+    return NotOwnerError(
+        f"{path!r} is not held by the calling task (on Python 3.11, asyncio.wait_for "
+        "runs its argument in a task of its own: use acquire(timeout=...) or "
+        "asyncio.timeout() instead)"
+    )
+
+
+class _Holdable(Protocol):
+    path: str
+
+    async def acquire(self, timeout: float | None = None) -> bool: ...
+
+    async def release(self) -> None: ...
+
+    def _hold_of_caller(self) -> Hold | None: ...
+
+
+class HoldContext:
+    """``async with lock.hold(...)``: acquire, run the body, release; report loss.
+
+    With ``cancel_on_loss`` the body runs in a cancel scope that is cancelled the
+    moment the hold is lost. Either way, leaving the block after a loss raises
+    :class:`LockLostError`, so the holder always learns of it.
+    """
+
+    def __init__(self, lock: _Holdable, *, cancel_on_loss: bool, timeout: float | None) -> None:
+        self._lock = lock
+        self._cancel_on_loss = cancel_on_loss
+        self._timeout = check_timeout(timeout, path=lock.path)
+        self._scope: anyio.CancelScope | None = None
+        self._hold: Hold | None = None
+
+    def __repr__(self) -> str:
+        lost = self._hold is not None and self._hold.lost
+        return (
+            f"<HoldContext {self._lock.path!r} cancel_on_loss={self._cancel_on_loss} lost={lost}>"
+        )
+
+    async def __aenter__(self) -> None:
+        if not await self._lock.acquire(self._timeout):
+            raise OperationTimeoutError(
+                f"could not acquire {self._lock.path!r} in {self._timeout} s"
+            )
+        hold = self._lock._hold_of_caller()
+        assert hold is not None
+        self._hold = hold
+        if self._cancel_on_loss:
+            self._scope = anyio.CancelScope()
+            self._scope.__enter__()
+            hold.add_scope(self._scope)
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        # Returns None, not a bool: the block's exceptions always propagate. The
+        # scope swallows only the cancellation a loss caused, and a loss always
+        # raises LockLostError here; so type checkers see a block that may not
+        # be left silently (a ``return`` inside it is the function's return).
+        hold = self._hold
+        assert hold is not None
+        suppress = False
+        if self._scope is not None:
+            hold.remove_scope(self._scope)
+            suppress = exit_loss_scope(self._scope, exc_type, exc, tb)
+        await self._lock.release()
+        if hold.lost and (exc_type is None or suppress):
+            raise LockLostError(self._lock.path, hold.reason)
+        assert not suppress, "a hold's scope is cancelled only by a loss"

@@ -40,8 +40,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .. import _paths
-from .._exceptions import (
+from ... import _paths
+from ..._exceptions import (
     BadVersionError,
     ClientClosedError,
     ConnectionLossError,
@@ -52,14 +52,14 @@ from .._exceptions import (
     OutcomeUnknownError,
     SessionExpiredError,
 )
-from .._session import (
+from ..._session import (
     PROTECTED_PREFIX,
     Client,
     find_protected,
     protected_marker,
     retry_on_connection_loss,
 )
-from .._types import ACL, Codec, EventType, Stat
+from ..._types import ACL, Codec, EventType, Stat
 
 QUEUE_NAME = "combining"
 """The child of a counter node under which contended adds queue."""

@@ -33,8 +33,8 @@ from typing import Generic, TypedDict, TypeVar, Unpack
 
 import anyio
 
-from .._checks import check_flag, check_int, check_recipe_acl, check_timeout
-from .._exceptions import (
+from ..._checks import check_flag, check_int, check_recipe_acl, check_timeout
+from ..._exceptions import (
     ArgumentTypeError,
     BadVersionError,
     BoundExceededError,
@@ -47,11 +47,11 @@ from .._exceptions import (
     OutcomeUnknownError,
     SessionExpiredError,
 )
-from .._session import Client, ExponentialBackoff, RetryNTimes, RetryPolicy
-from .._types import ACL, Codec, Stat
+from ..._session import Client, ExponentialBackoff, RetryNTimes, RetryPolicy
+from ..._types import ACL, Codec, Stat
+from .._kit._args import recipe_path
+from ..locks._mutex import Mutex
 from ._combining import Combiner, Denied, Entry, Grant, bounded, combining_queue, grant_all
-from ._contenders import recipe_path
-from ._lock import Mutex
 
 __all__ = [
     "AtomicBytes",

@@ -63,9 +63,9 @@ from typing import Any, Generic, Protocol, TypedDict, Unpack, cast
 import anyio
 from typing_extensions import TypeVar
 
-from .. import _paths
-from .._checks import check_flag, check_int, check_recipe_acl, check_seconds, check_timeout
-from .._exceptions import (
+from ... import _paths
+from ..._checks import check_flag, check_int, check_recipe_acl, check_seconds, check_timeout
+from ..._exceptions import (
     ArgumentTypeError,
     BadVersionError,
     ClientClosedError,
@@ -83,7 +83,7 @@ from .._exceptions import (
     QueueEmptyError,
     SessionExpiredError,
 )
-from .._session import (
+from ..._session import (
     Client,
     ErrorPolicy,
     Watch,
@@ -93,10 +93,9 @@ from .._session import (
     retry_on_connection_loss,
     run_cleanup,
 )
-from .._types import ACL, Codec, Stat
-from ._contenders import recipe_path
-from ._holding import Hold, LossMonitor, exit_loss_scope
-from ._lock import default_node_data
+from ..._types import ACL, Codec, Stat
+from .._kit._args import default_node_data, recipe_path
+from .._kit._holding import Hold, LossMonitor, exit_loss_scope
 
 __all__ = [
     "CURATOR_QUEUE_NAME",

@@ -22,9 +22,9 @@ from typing import Any
 
 import anyio
 
-from .. import _paths
-from .._checks import check_bytes, check_recipe_acl, check_text, check_ttl_ms
-from .._exceptions import (
+from ... import _paths
+from ..._checks import check_bytes, check_recipe_acl, check_text, check_ttl_ms
+from ..._exceptions import (
     BadVersionError,
     CoordinationError,
     CorruptValueError,
@@ -37,7 +37,7 @@ from .._exceptions import (
     TTLNodesDisabledError,
     UnimplementedError,
 )
-from .._session import (
+from ..._session import (
     Client,
     Fence,
     OwnNode,
@@ -45,12 +45,10 @@ from .._session import (
     retry_on_connection_loss,
     run_cleanup,
 )
-from .._types import ACL, Codec, Stat
-from ._contenders import (
-    recipe_path,
-    sort_contenders,
-)
-from ._holding import exit_loss_scope
+from ..._types import ACL, Codec, Stat
+from .._kit._args import recipe_path
+from .._kit._contenders import sort_contenders
+from .._kit._holding import exit_loss_scope
 
 __all__ = ["Lease", "LeaseHold"]
 

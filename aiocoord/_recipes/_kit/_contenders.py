@@ -25,23 +25,21 @@ from typing import Any
 
 import anyio
 
-from .. import _paths
-from .._checks import check_int
-from .._exceptions import (
+from ... import _paths
+from ..._checks import check_int
+from ..._exceptions import (
     ClientClosedError,
-    InvalidPathError,
     NoNodeError,
     SessionExpiredError,
 )
-from .._session import (
+from ..._session import (
     Client,
     OwnNode,
-    check_client,
     delete_quietly,
     retry_on_connection_loss,
     run_cleanup,
 )
-from .._types import ACL, EventType
+from ..._types import ACL, EventType
 
 __all__ = [
     "LOCK_NAME",
@@ -52,7 +50,6 @@ __all__ = [
     "Rule",
     "mutex_rule",
     "read_rule",
-    "recipe_path",
     "sequence_key",
     "sort_contenders",
 ]
@@ -529,14 +526,3 @@ class Contender:
         )
         self.node = None
         self._own = None
-
-
-def recipe_path(client: Client, path: str, what: str) -> str:
-    """Check what every recipe is built on, before anything is sent: an aiocoord
-    Client, and a valid znode path of the recipe's own (not the root, nor in the
-    server's ``/zookeeper`` subtree once the client's namespace is applied)."""
-    check_client(client, path)
-    _paths.validate_path(path)
-    if path == "/":
-        raise InvalidPathError(path, f"a {what} needs its own path, not the root")
-    return _paths.check_unreserved(path, (client.namespace or "") + path, what)

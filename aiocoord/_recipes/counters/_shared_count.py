@@ -11,8 +11,8 @@ from typing import Generic, TypeVar
 
 import anyio
 
-from .._checks import check_int, check_recipe_acl
-from .._exceptions import (
+from ..._checks import check_int, check_recipe_acl
+from ..._exceptions import (
     ArgumentTypeError,
     BadVersionError,
     ClientClosedError,
@@ -23,9 +23,9 @@ from .._exceptions import (
     NoNodeError,
     SessionExpiredError,
 )
-from .._session import Broadcast, Client, ConnectionState, Subscription, Watch
-from .._types import ACL, Codec, Stat
-from ._contenders import recipe_path
+from ..._session import Broadcast, Client, ConnectionState, Subscription, Watch
+from ..._types import ACL, Codec, Stat
+from .._kit._args import recipe_path
 
 __all__ = ["SharedCount", "VersionedValue"]
 

@@ -1,0 +1,1 @@
+"""What every recipe family shares: arguments, contenders and their rules, holds, waits."""

@@ -1,0 +1,28 @@
+"""Argument helpers every recipe constructor shares: its path and its node data."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+from ... import _paths
+from ..._exceptions import InvalidPathError
+from ..._session import Client, check_client
+
+__all__ = ["default_node_data", "recipe_path"]
+
+
+def recipe_path(client: Client, path: str, what: str) -> str:
+    """Check what every recipe is built on, before anything is sent: an aiocoord
+    Client, and a valid znode path of the recipe's own (not the root, nor in the
+    server's ``/zookeeper`` subtree once the client's namespace is applied)."""
+    check_client(client, path)
+    _paths.validate_path(path)
+    if path == "/":
+        raise InvalidPathError(path, f"a {what} needs its own path, not the root")
+    return _paths.check_unreserved(path, (client.namespace or "") + path, what)
+
+
+def default_node_data() -> bytes:
+    """What a contender node holds unless told otherwise: who queued it."""
+    return f"{socket.gethostname()}:{os.getpid()}".encode()

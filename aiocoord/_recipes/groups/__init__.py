@@ -1,0 +1,3 @@
+"""Group membership: who is in a group, as ephemeral nodes."""
+
+from ._group import GroupMember as GroupMember
