@@ -465,11 +465,11 @@ class Controller:
                 self.partitioner.heal()
             for worker in self.workers:
                 await worker.kill()
-            await self.store.close()
+            await self.store.aclose()
             for member in self.ensemble.members:
                 with contextlib.suppress(OSError):
                     shutil.copy(member.log_path, self.raw / f"zookeeper-{member.myid}.log")
-            await self.ensemble.close()
+            await self.ensemble.aclose()
             for stream in self._stderr:
                 stream.close()
         self.worker_end()

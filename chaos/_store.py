@@ -181,7 +181,7 @@ class StoreServer:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
         self.port = self._server.sockets[0].getsockname()[1]
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         server, self._server = self._server, None
         if server is None:
             return

@@ -830,7 +830,7 @@ class Worker:
             follower.cancel()
             await asyncio.gather(follower, return_exceptions=True)
             if started:
-                await latch.close()
+                await latch.aclose()
 
     async def latch_loop(self, driver: str, client: aiocoord.Client) -> None:
         def pick(rng: random.Random, store: StoreClient) -> _Step:
@@ -1213,7 +1213,7 @@ class Worker:
             return Outcome("ok")
 
         async def leave(member: GroupMember) -> Outcome:
-            await member.close()
+            await member.aclose()
             return Outcome("ok")
 
         async def update(member: GroupMember, data: bytes) -> Outcome:
@@ -1473,11 +1473,11 @@ class Worker:
         except Exception as error:
             self.reply({"reply": command["cmd"], "ok": False, "error": _name(error)})
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         for member in self.members:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(10):
-                    await member.close()
+                    await member.aclose()
         for cache in (self.cache, self.node_cache, self.children_cache):
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(10):
@@ -1486,7 +1486,7 @@ class Worker:
         for client in self.clients:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(10):
-                    await client.close()
+                    await client.aclose()
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -1498,7 +1498,7 @@ class Worker:
                 await self.connect()
         except Exception as error:
             self.reply({"reply": "ready", "ok": False, "error": _name(error)})
-            await self.close()
+            await self.aclose()
             return 1
         self.reply({"reply": "ready", "ok": True, "pid": os.getpid()})
         drivers = {asyncio.ensure_future(coro): name for name, coro in self.drivers()}
@@ -1534,7 +1534,7 @@ class Worker:
             for future in [*drivers, *side]:
                 future.cancel()
             await asyncio.gather(*drivers, *side, return_exceptions=True)
-            await self.close()
+            await self.aclose()
             self.history.close()
         self.reply({"reply": "bye"})
         return 0

@@ -78,7 +78,7 @@ async def main() -> None:
             )
         finally:
             for client in clients:
-                await client.close()
+                await client.aclose()
         async with aiocoord.connect(hosts) as cleaner:
             await cleaner.delete_recursive(namespace)
     if all_before(events, "arrived", "started"):

@@ -107,7 +107,7 @@ async def main() -> None:
             leader = await cluster.started.get()
             print(f"term 2: {leader} leads and writes the record")
             await queue_reaches(observer, 3)  # worker-1 queued again, in a new session
-            await clients[1].close()
+            await clients[1].aclose()
             await cluster.cancelled[leader].wait()
             print(f"term 2: {leader}'s process exited; its work was cancelled")
 
@@ -137,7 +137,7 @@ async def main() -> None:
                 worker.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
             for client in (*clients, observer):
-                await client.close()
+                await client.aclose()
         async with aiocoord.connect(hosts) as cleaner:
             await cleaner.delete_recursive(namespace)
 

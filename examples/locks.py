@@ -205,7 +205,7 @@ async def main() -> None:
             await lease_demo(clients)
         finally:
             for client in clients:
-                await client.close()
+                await client.aclose()
         async with aiocoord.connect(hosts) as cleaner:
             await cleaner.delete_recursive(namespace)
 

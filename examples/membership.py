@@ -71,15 +71,15 @@ async def main() -> None:
                 await next_view()
                 await api2.update(b"10.0.0.2:9090")  # moved: the group sees the new address
                 await next_view()
-                await api3.close()  # leaves cleanly: its node is deleted
+                await api3.aclose()  # leaves cleanly: its node is deleted
                 await next_view()
-                await clients[1].close()  # api-2's process "crashes": its session ends
+                await clients[1].aclose()  # api-2's process "crashes": its session ends
                 await next_view()
             print("api-3 left cleanly, then api-2 crashed: its node went with its session")
-            await api1.close()
+            await api1.aclose()
         finally:
             for client in clients:
-                await client.close()
+                await client.aclose()
         async with aiocoord.connect(hosts) as cleaner:
             await cleaner.delete_recursive(namespace)
 

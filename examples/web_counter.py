@@ -76,7 +76,7 @@ class CounterApp:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 if self._client is not None:
-                    await self._client.close()
+                    await self._client.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 

@@ -112,7 +112,7 @@ async def main() -> None:
                 tasks.append(asyncio.create_task(worker(client, f"worker-{i}", work)))
             await work.wait_done(10)
 
-            await workers[0].close()  # the process exits: its session, and its mark, end
+            await workers[0].aclose()  # the process exits: its session, and its mark, end
             print(f"worker-1's process exited in the middle of job {stuck}")
             await work.wait_done(JOBS)
             assert stuck is not None
@@ -138,7 +138,7 @@ async def main() -> None:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             for client in clients:
-                await client.close()
+                await client.aclose()
         async with aiocoord.connect(hosts) as cleaner:
             await cleaner.delete_recursive(namespace)
 

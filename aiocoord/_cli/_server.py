@@ -151,4 +151,4 @@ async def server_command(args: argparse.Namespace, interrupts: Interrupts) -> in
         raise CliError(ExitCode.FAILED, f"ZooKeeper at {', '.join(stopped)} exited on its own")
     finally:
         with contextlib.suppress(Exception):
-            await asyncio.shield(target.close())
+            await asyncio.shield(target.aclose())

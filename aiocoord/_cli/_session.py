@@ -103,7 +103,7 @@ async def connected(client: aiocoord.Client, args: argparse.Namespace) -> AsyncI
     try:
         yield
     finally:
-        await client.close()
+        await client.aclose()
 
 
 class Interrupts:

@@ -79,7 +79,7 @@ class Client:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
+        await self.aclose()
 
     async def start(self, timeout: float | None = None) -> None:
         """Connect and wait for the first session (CONNECTED or READ_ONLY).
@@ -95,12 +95,12 @@ class Client:
             check_seconds(timeout, "timeout", positive=True, allow_inf=True)
         await self._engine.start(timeout)
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """End the session (its ephemeral nodes go at once) and every background task."""
         try:
             await self._background.aclose()
         finally:
-            await self._engine.close()
+            await self._engine.aclose()
 
     # --- session facts --------------------------------------------------------
 
@@ -129,7 +129,7 @@ class Client:
 
     @property
     def closed(self) -> bool:
-        """Whether the client was closed (by :meth:`close` or a failed :meth:`start`): a
+        """Whether the client was closed (by :meth:`aclose` or a failed :meth:`start`): a
         closed client cannot be started again."""
         return self._engine.closed
 

@@ -193,7 +193,7 @@ class SessionEngine:
             async with asyncio.timeout(limit):
                 await asyncio.shield(self._ready)
         except TimeoutError:
-            await self.close()
+            await self.aclose()
             hosts = ",".join(f"{h}:{p}" for h, p in self._hosts)
             failure = self._last_failure
             detail = f" (last attempt: {failure[0]})" if failure else ""
@@ -201,10 +201,10 @@ class SessionEngine:
                 f"no ZooKeeper session from {hosts} within {limit} s{detail}"
             ) from (failure[1] if failure else None)
         except BaseException:
-            await self.close()
+            await self.aclose()
             raise
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """End the session (its ephemeral nodes go at once) and stop the session task."""
         if self.closed:
             return
@@ -629,7 +629,7 @@ class SessionEngine:
             try:
                 return await future
             except (SessionExpiredError, ConnectionLossError) as error:
-                # A request in flight as close() ends the session: the server
+                # A request in flight as aclose() ends the session: the server
                 # answers it SESSIONEXPIRED (it came after closeSession) or the
                 # socket closes under it. Either way the cause is the close.
                 if self._closing:

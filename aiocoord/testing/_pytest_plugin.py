@@ -84,7 +84,7 @@ def _aiocoord_shared_server(request: pytest.FixtureRequest) -> Iterator[ZooKeepe
     try:
         yield server
     finally:
-        anyio.run(server.close)
+        anyio.run(server.aclose)
 
 
 @pytest.fixture
@@ -178,7 +178,7 @@ else:
             yield make
         finally:
             for client in made:
-                await client.close()
+                await client.aclose()
 
     @_pytest_asyncio.fixture
     async def _aiocoord_coord(zookeeper: ZooKeeperTarget) -> AsyncIterator[Client]:

@@ -480,7 +480,7 @@ class ZooKeeperServer:
         try:
             await self.start()
         except BaseException:
-            await self.close()
+            await self.aclose()
             raise
         return self
 
@@ -490,7 +490,7 @@ class ZooKeeperServer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.close()
+        await self.aclose()
 
     async def start(self, timeout: float = 30.0) -> None:
         """Start (or restart) the JVM and wait until it serves clients.
@@ -730,7 +730,7 @@ class ZooKeeperServer:
         proc.send_signal(signal.SIGCONT)
         self._paused = False
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Stop the server and remove its data dir. Idempotent."""
         with anyio.CancelScope(shield=True):
             await self.stop()
@@ -928,7 +928,7 @@ class ZooKeeperEnsemble:
         try:
             await self.start()
         except BaseException:
-            await self.close()
+            await self.aclose()
             raise
         return self
 
@@ -938,7 +938,7 @@ class ZooKeeperEnsemble:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.close()
+        await self.aclose()
 
     async def start(self, timeout: float = 60.0) -> None:
         """Start all members concurrently; return once each is leader or follower."""
@@ -958,12 +958,12 @@ class ZooKeeperEnsemble:
             # A crash explains more than the timeouts it causes in the other members.
             raise next((e for e in errors if not isinstance(e, TimeoutError)), errors[0])
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Stop every member and remove the data dirs. Idempotent."""
         with anyio.CancelScope(shield=True):
             async with anyio.create_task_group() as tg:
                 for member in self.members:
-                    tg.start_soon(member.close)
+                    tg.start_soon(member.aclose)
 
     async def modes(self, *, timeout: float = 2.0) -> dict[int, str | None]:
         """Each running, unpaused member's mode by myid (None: not serving/answering)."""

@@ -58,7 +58,7 @@ async def client_factory(
         if not client.closed and (client.pending_watches or client.background_tasks)
     }
     for client in made:
-        await client.close()
+        await client.aclose()
     # A recipe that was closed or released must not leave a watch waiting or a
     # task running on its client.
     assert leftovers == {}, "(watches, background tasks) left on open clients"

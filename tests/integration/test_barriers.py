@@ -573,7 +573,7 @@ async def test_a_killed_participant_is_not_counted_and_timed_enters_return_false
     first = asyncio.create_task(DoubleBarrier(a, "/kill", 3).enter(timeout=1.0))
     doomed = asyncio.create_task(DoubleBarrier(killed, "/kill", 3).enter())
     await children_reach(b, "/kill", 2)
-    await killed.close()
+    await killed.aclose()
     with pytest.raises(aiocoord.ClientClosedError):
         await doomed
     # Two of three left alive: nobody passes.
@@ -587,7 +587,7 @@ async def test_a_participant_whose_client_closed_counts_as_left(started, client_
     await killed.start()
     x, dead = DoubleBarrier(a, "/gone", 2), DoubleBarrier(killed, "/gone", 2)
     await asyncio.gather(x.enter(), dead.enter())
-    await killed.close()
+    await killed.aclose()
     assert await x.leave(timeout=5)
 
 
@@ -691,8 +691,8 @@ async def test_a_ready_node_left_by_a_round_that_crashed_does_not_open_the_next(
         DoubleBarrier(a, "/crashed", 2).enter(10), DoubleBarrier(b, "/crashed", 2).enter(10)
     )
     assert entered == [True, True]
-    await a.close()  # both crash inside: their nodes go, `ready` stays
-    await b.close()
+    await a.aclose()  # both crash inside: their nodes go, `ready` stays
+    await b.aclose()
     assert await c.children("/crashed") == ["ready"]
     assert not await DoubleBarrier(c, "/crashed", 2).enter(0.3)
     entered = await asyncio.gather(

@@ -511,7 +511,7 @@ async def test_closing_the_client_ends_the_cache(client_factory) -> None:
     await cache.start()
     events = cache.events()
     assert (await anext(events)).type is INITIALIZED
-    await client.close()
+    await client.aclose()
     assert [e async for e in events] == []
     await cache.aclose()
 

@@ -88,7 +88,7 @@ async def test_queued_adds_from_many_clients_apply_in_one_transaction(started) -
     calls = [asyncio.create_task(counter.increment()) for counter in counters]
     await until_pending(blocker, 1 + len(counters))
     assert not any(call.done() for call in calls)
-    await blocker.close()  # the blocker's session ends: its request goes
+    await blocker.aclose()  # the blocker's session ends: its request goes
     results = await asyncio.gather(*calls)
     assert all(r.succeeded for r in results)
     assert sorted(r.post_value for r in results) == list(range(1, 7))  # distinct, no gaps
@@ -104,7 +104,7 @@ async def test_combined_bounded_adds_never_pass_the_bound(started) -> None:
     counters = await queued_counters(clients)
     calls = [asyncio.create_task(counter.increment(upper=5)) for counter in counters]
     await until_pending(blocker, 1 + len(counters))
-    await blocker.close()
+    await blocker.aclose()
     results = await asyncio.gather(*calls)
     granted = [r for r in results if r.succeeded]
     refused = [r for r in results if not r.succeeded]
@@ -121,7 +121,7 @@ async def test_tasks_sharing_a_client_queue_as_one_request(started) -> None:
     calls = [asyncio.create_task(first.add(2)) for _ in range(5)]
     calls.append(asyncio.create_task(second.add(-1, lower=-1)))
     await until_pending(blocker, 3)  # a's five adds are one request (in its data)
-    await blocker.close()
+    await blocker.aclose()
     results = await asyncio.gather(*calls)
     assert all(r.succeeded for r in results)
     assert (await first.get()).post_value == 9
@@ -138,7 +138,7 @@ async def test_a_direct_write_between_combined_writes_is_kept(started) -> None:
     async def combined_alone(blocker: aiocoord.Client) -> aiocoord.AtomicValue[int]:
         call = asyncio.create_task(counter.increment())
         await until_pending(other, 2)
-        await blocker.close()  # a is now first in line, alone: it combines
+        await blocker.aclose()  # a is now first in line, alone: it combines
         result = await call
         assert result.succeeded and result.stats.queued_time > 0
         return result
@@ -173,7 +173,7 @@ async def test_garbage_in_the_queue_is_dropped_not_applied_nor_waited_for(starte
     (counter,) = await queued_counters([a])
     call = asyncio.create_task(counter.increment())
     await until_pending(a, 4)
-    await b.close()
+    await b.aclose()
     result = await call
     assert (result.pre_value, result.post_value) == (0, 1)
     assert await a.children(QUEUE) == ["stray"]  # the garbled request went with the write
@@ -189,7 +189,7 @@ async def test_a_session_lost_while_queued_is_an_unknown_outcome_never_a_double(
     await expire_session(a)
     with pytest.raises(OutcomeUnknownError):
         await lost_call
-    await blocker.close()
+    await blocker.aclose()
     assert (await kept_call).post_value == 1  # a's request went with its session
     assert (await kept.get()).post_value == 1
 
@@ -201,7 +201,7 @@ async def test_a_corrupt_counter_fails_a_queued_add_which_leaves_the_queue(start
     call = asyncio.create_task(counter.increment())
     await until_pending(a, 2)
     await blocker.set("/c", b"abc")  # another client writes garbage into the counter
-    await blocker.close()
+    await blocker.aclose()
     with pytest.raises(CorruptValueError, match="'/c'"):
         await call
     assert await a.children(QUEUE) == []  # withdrawn: nobody applies it later

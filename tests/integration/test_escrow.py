@@ -295,7 +295,7 @@ async def test_bad_input_is_refused_before_anything_is_sent() -> None:
         await counter.add(1.0)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="raise_on_bound"):
         await counter.add(1, raise_on_bound=1)  # type: ignore[arg-type]
-    await client.close()
+    await client.aclose()
 
 
 async def test_a_corrupt_node_is_reported_by_name(coord: aiocoord.Client) -> None:

@@ -91,7 +91,7 @@ async def test_changes_follow_joins_updates_and_leaves_in_order(started) -> None
             assert ma.data == b"1+"
             assert await reaches(changes, {"a": b"1+", "b": b"2"}) == [{"a": b"1+", "b": b"2"}]
         assert await reaches(changes, {"a": b"1+"}) == [{"a": b"1+"}]
-        await ma.close()
+        await ma.aclose()
         assert await reaches(changes, {}) == [{}]
     assert watcher_client.pending_watches == 0
 
@@ -103,13 +103,13 @@ async def test_leaving_deletes_our_node_and_only_ours(started, children_of) -> N
     await ma.start()
     await mb.start()
     assert await children_of(b, "/group") == ["a", "b"]
-    await ma.close()
+    await ma.aclose()
     assert not ma.is_member
     assert await children_of(b, "/group") == ["b"]
-    await ma.close()  # a second close does nothing
+    await ma.aclose()  # a second close does nothing
     with pytest.raises(RuntimeError, match="closed"):
         await ma.start()
-    await mb.close()
+    await mb.aclose()
     assert await children_of(b, "/group") == []
     assert a.background_tasks == b.background_tasks == 0
 
@@ -178,7 +178,7 @@ async def test_two_members_with_one_id_on_one_client_are_refused_too(started) ->
         second = GroupMember(client, "/group", "a", b"second")
         with pytest.raises(MemberIdInUseError):
             await second.start()
-        await second.close()  # never started: deletes nothing
+        await second.aclose()  # never started: deletes nothing
         assert first.is_member
         assert (await client.get("/group/a"))[0] == b"first"
     async with GroupMember(client, "/group", "a", b"third") as third:  # free again
@@ -304,7 +304,7 @@ async def test_an_observer_whose_session_expired_misses_no_change(
             await reaches(changes, {"a": b"mine", "b": b"2"})
         async with asyncio.timeout(WAIT):
             await ma.wait_member()
-        await ma.close()
+        await ma.aclose()
         assert a.pending_watches == 0 and a.background_tasks == 0
 
 
@@ -336,7 +336,7 @@ async def test_an_id_taken_while_we_were_away_is_reported_and_never_stolen_back(
             with pytest.raises(MemberIdInUseError):
                 await ma.update(b"again")
             assert "failed" in repr(ma)
-            await ma.close()  # leaves the other session's node alone
+            await ma.aclose()  # leaves the other session's node alone
             data, stat = await b.get("/group/same")
             assert (data, stat.ephemeral_owner) == (b"b's", b.session_id)
             assert mb.is_member
@@ -390,7 +390,7 @@ async def test_a_close_cancelled_with_its_delete_in_flight_still_deletes_our_nod
             return await original(path)
 
         monkeypatch.setattr(a, "exists", exists)
-        closing = asyncio.create_task(member.close())
+        closing = asyncio.create_task(member.aclose())
         await asked.wait()
         closing.cancel()
         proxy.release()
@@ -475,7 +475,7 @@ async def test_closing_the_member_ends_its_changes(started) -> None:
     following = asyncio.create_task(follow())
     async with asyncio.timeout(WAIT):
         await first.wait()
-        await member.close()
+        await member.aclose()
         await following
     assert seen[0] == {"a": b""}
     assert client.pending_watches == 0

@@ -155,12 +155,12 @@ async def test_close_reaps_process_and_removes_data_dir() -> None:
     await zk.start()
     pid, data_dir = zk.pid, zk.data_dir
     assert pid is not None and data_dir.is_dir()
-    await zk.close()
+    await zk.aclose()
     assert not pid_alive(pid)
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # reaped, not a zombie
     assert not data_dir.exists()
-    await zk.close()  # idempotent
+    await zk.aclose()  # idempotent
     with pytest.raises(RuntimeError, match="closed"):
         await zk.start()
 

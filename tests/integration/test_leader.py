@@ -137,7 +137,7 @@ async def test_the_old_leaders_body_is_cancelled_before_the_new_one_starts(
     if how == "cancel run":
         run_a.cancel()
     elif how == "close client":
-        await a.close()
+        await a.aclose()
     else:
         await expire_session(a)
     await leading["b"].wait()
@@ -459,12 +459,12 @@ async def test_the_first_latch_leads_and_hands_over_when_it_closes(started, chil
     assert first.fencing_token == (await a.exists(first.node)).czxid
     with pytest.raises(NotOwnerError):
         second.fence()
-    await first.close()
+    await first.aclose()
     assert await second.wait_leader()
     assert not first.has_leadership and first.node is None
     assert second.fencing_token > 0
-    await second.close()
-    await second.close()  # idempotent
+    await second.aclose()
+    await second.aclose()  # idempotent
     assert await children_of(a, "/latch") == []
     assert await first.leader() is None
 
@@ -531,7 +531,7 @@ async def test_a_waiting_latch_whose_session_expires_queues_again(started, child
         await children_reach(a, "/latch", 2)  # its old node went with the session
         people = await first.participants()
         assert [c.id for c in people] == ["a", "b"] and people[1].node != old
-        await first.close()
+        await first.aclose()
         assert await second.wait_leader()
 
 
@@ -575,7 +575,7 @@ async def test_closing_a_latch_wakes_its_waiters(started, children_of) -> None:
         waiter = asyncio.create_task(latch.wait_leader())
         follower = asyncio.create_task(_collect(latch.changes()))
         await asyncio.sleep(0)
-        await latch.close()
+        await latch.aclose()
         with pytest.raises(RuntimeError, match="closed"):
             await waiter
         assert await follower == [False]
@@ -599,12 +599,12 @@ async def test_a_latch_ends_when_its_client_closes(client_factory, started) -> N
         await latch.start()
         waiter = asyncio.create_task(latch.wait_leader())
         await asyncio.sleep(0)
-        await client.close()
+        await client.aclose()
         with pytest.raises(ClientClosedError):
             await waiter
         with pytest.raises(ClientClosedError):
             await _collect(latch.changes())
-        await latch.close()
+        await latch.aclose()
 
 
 async def test_a_latch_background_failure_is_logged_and_raised_to_its_users(
@@ -621,7 +621,7 @@ async def test_a_latch_background_failure_is_logged_and_raised_to_its_users(
 
     b.children = refused  # type: ignore[method-assign]
     waiter = asyncio.create_task(second.wait_leader())
-    await first.close()  # the second one reads the queue again: refused
+    await first.aclose()  # the second one reads the queue again: refused
     with pytest.raises(NoAuthError):
         await waiter
     with pytest.raises(NoAuthError):
@@ -629,7 +629,7 @@ async def test_a_latch_background_failure_is_logged_and_raised_to_its_users(
     assert "failed" in repr(second)
     del b.children
     assert await children_of(a, "/latch") == []  # it left the queue
-    await second.close()
+    await second.aclose()
     assert "aiocoord-leader-latch" in caplog.text
     caplog.clear()  # the error was logged, as it must be
 
@@ -799,6 +799,6 @@ async def test_a_latch_closes_even_if_a_step_took_its_cancellation(
         await follower.start()
         await waiting.wait()
         async with asyncio.timeout(10):
-            await follower.close()
+            await follower.aclose()
         assert not follower.has_leadership
     assert await children_of(a, "/swallowed") == []

@@ -228,7 +228,7 @@ async def test_waiters_behind_another_process_get_client_closed_when_the_client_
     first = asyncio.create_task(lock.acquire())
     second = asyncio.create_task(lock.acquire())
     await queued_here(lock, 1)
-    await a.close()
+    await a.aclose()
     for task in (first, second):
         with anyio.fail_after(10), pytest.raises((ClientClosedError, asyncio.CancelledError)):
             await task

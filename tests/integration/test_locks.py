@@ -428,7 +428,7 @@ async def test_a_task_that_ends_holding_a_lock_after_its_client_closed_is_no_err
 
     task = asyncio.create_task(hold())
     await holding.wait()
-    await client.close()
+    await client.aclose()
     finish.set()
     await task
     await asyncio.sleep(0)  # the task's done callbacks run

@@ -67,7 +67,7 @@ async def test_ephemeral_node_belongs_to_the_session_and_goes_with_it(
     stat = await coord.exists("/e")
     assert stat is not None and stat.ephemeral_owner == other.session_id
     _stat, watch = await coord.watch_exists("/e")
-    await other.close()  # closing the session deletes its ephemerals at once
+    await other.aclose()  # closing the session deletes its ephemerals at once
     assert (await watch).type is EventType.DELETED
     assert await coord.exists("/e") is None
 

@@ -116,7 +116,7 @@ async def test_closing_the_client_ends_iteration(client_factory) -> None:
     client = client_factory()
     await client.start()
     watch = await client.add_watch("/closing")
-    await client.close()
+    await client.aclose()
     assert [event async for event in watch] == []
 
 

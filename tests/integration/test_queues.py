@@ -750,7 +750,7 @@ async def test_iteration_ends_when_the_client_closes(client_factory) -> None:
 
     iterating = asyncio.create_task(iterate())
     await waiting(client)
-    await client.close()
+    await client.aclose()
     await asyncio.wait_for(iterating, WAIT)
     assert seen == [b"last"]
 

@@ -60,7 +60,7 @@ async def test_a_crashed_holders_lease_comes_back(started, children_reach) -> No
     waiting = asyncio.create_task(Semaphore(b, "/crash", 1).acquire())
     await children_reach(a, "/crash/leases", 2)
     assert not waiting.done()
-    await a.close()  # the holder's process goes away: its ephemeral lease node too
+    await a.aclose()  # the holder's process goes away: its ephemeral lease node too
     leases = await asyncio.wait_for(waiting, 10)
     assert leases is not None
     await leases[0].release()

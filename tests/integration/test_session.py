@@ -417,7 +417,7 @@ async def test_requests_made_while_the_client_closes_fail_as_closed(zookeeper) -
     await client.start()
     in_flight = [asyncio.create_task(client.exists(f"/n{i}")) for i in range(50)]
     await asyncio.sleep(0)  # every request is on the wire
-    closing = asyncio.create_task(client.close())
+    closing = asyncio.create_task(client.aclose())
     await asyncio.sleep(0)  # closeSession is on the wire behind them
     with pytest.raises(aiocoord.ClientClosedError):
         await client.exists("/late")

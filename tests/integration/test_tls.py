@@ -164,4 +164,4 @@ async def test_certificate_exists_only_after_the_first_start() -> None:
         with pytest.raises(RuntimeError, match="first start"):
             server.client_ssl_context()
     finally:
-        await server.close()
+        await server.aclose()

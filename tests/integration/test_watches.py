@@ -132,6 +132,6 @@ async def test_close_fails_pending_watches(client_factory) -> None:
     await client.start()
     await client.create("/z")
     _stat, watch = await client.watch_exists("/z")
-    await client.close()
+    await client.aclose()
     with pytest.raises(aiocoord.ClientClosedError):
         await watch

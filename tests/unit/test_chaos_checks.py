@@ -1142,7 +1142,7 @@ async def test_a_store_exchange_cut_short_does_not_answer_the_next_request() -> 
         assert not (await client.write("mutex", "exclusive", 4, "end", op="p"))[0]
     finally:
         client.close()
-        await server.close()
+        await server.aclose()
 
 
 def test_a_holder_paused_past_its_session_is_left_to_the_fenced_store() -> None:

@@ -279,7 +279,7 @@ async def test_watches_print_readably() -> None:
 async def test_reprs_still_work_once_the_client_is_closed(client: aiocoord.Client) -> None:
     objects = [make(client) for _name, make, _fragments in REPRS]
     changes = client.state_changes()
-    await client.close()
+    await client.aclose()
     _check_repr(repr(client), "Client", ("closed",))
     _check_repr(repr(changes), "Subscription", ("ended",))
     for (name, _make, _fragments), obj in zip(REPRS, objects, strict=True):

@@ -124,7 +124,7 @@ class GroupMember:
     held by one, :meth:`start` raises :class:`MemberIdInUseError`; if another
     session takes the id while ours is being re-created, the member stops
     (``is_member`` stays False), logs a warning, and :meth:`wait_member` and
-    :meth:`changes` raise that error. Leaving (:meth:`close`) deletes the node.
+    :meth:`changes` raise that error. Leaving (:meth:`aclose`) deletes the node.
 
     ``acl`` (default: the client's ``default_acl``) is the ACL of our node and
     of the missing group path and parents made for it.
@@ -189,7 +189,7 @@ class GroupMember:
     def is_member(self) -> bool:
         """Whether our node is believed to exist: created, and not known to be gone.
 
-        False before :meth:`start`, after :meth:`close`, from when the session
+        False before :meth:`start`, after :meth:`aclose`, from when the session
         is reported lost or the node deleted until it is made again, and for
         good once another session took our id.
         """
@@ -253,7 +253,7 @@ class GroupMember:
             self._keep(), name=f"aiocoord-group-member {self._node}", on_error=self._fail
         )
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Leave: stop keeping our node, then delete it (shielded, time-bounded).
 
         Iterators from :meth:`changes` end. A closed member cannot start again.
@@ -286,7 +286,7 @@ class GroupMember:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
+        await self.aclose()
 
     def _on_state(self, state: ConnectionState) -> None:
         if state is ConnectionState.LOST:

@@ -241,7 +241,7 @@ class LeaderLatch:
         """Join the election: our node is in the queue when this returns.
 
         A background task then follows the queue and the connection until
-        :meth:`close` (or the client closes). A latch starts once; if this
+        :meth:`aclose` (or the client closes). A latch starts once; if this
         raises, no node is left and it may be started again.
         """
         if self._state != _NEW:
@@ -269,7 +269,7 @@ class LeaderLatch:
             raise
         self._state = _STARTED
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Leave the election: stop leading, then delete our node (shielded, bounded).
 
         Idempotent. ``changes()`` iterations end; ``wait_leader()`` raises.
@@ -295,7 +295,7 @@ class LeaderLatch:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
+        await self.aclose()
 
     def _new_contender(self) -> Contender:
         return Contender(
