@@ -16,9 +16,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import functools
 import heapq
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +37,8 @@ from ..._session import (
     retry_on_connection_loss,
     run_cleanup,
 )
-from ..._types import ACL, EventType
+from ..._types import ACL
+from ._waits import Deadline, Gone, wait_change
 
 __all__ = [
     "LOCK_NAME",
@@ -330,7 +329,7 @@ class Contender:
         returning, also when its create was still in flight: it is found by its
         marker.
         """
-        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        deadline = Deadline(timeout)
         try:
             held = await self._acquire(deadline)
         except BaseException:
@@ -341,26 +340,25 @@ class Contender:
         self._holding = held
         return held
 
-    async def _acquire(self, deadline: float | None) -> bool:
+    async def _acquire(self, deadline: Deadline) -> bool:
         while True:
             try:
-                if deadline is None:
+                if deadline.at is None:
                     await self._enter_queue()
-                    return await self._wait_turn(None)
+                    return await self._wait_turn(deadline)
                 # The first look may outlast a short timeout (see acquire()).
-                first_look = max(deadline - time.monotonic(), self._client.session_timeout)
-                with anyio.move_on_after(first_look) as scope:
+                with anyio.move_on_after(deadline.first_look(self._client)) as scope:
                     await self._enter_queue()
                     holds = await self._wait_turn(deadline, look_only=True)
                 if scope.cancelled_caught:
                     return False
-                if holds or time.monotonic() >= deadline:
+                if holds or deadline.passed:
                     return holds
                 return await self._wait_turn(deadline)
             except (SessionExpiredError, _NodeVanished):
                 # The session took our node with it: queue again, at the back.
                 await self.abandon()
-                if deadline is not None and time.monotonic() >= deadline:
+                if deadline.passed:
                     return False
 
     async def _enter_queue(self) -> None:
@@ -422,7 +420,7 @@ class Contender:
         the queue afresh. Waiting rides out SUSPENDED as :meth:`acquire` does.
         """
         try:
-            return await self._wait_turn(None)
+            return await self._wait_turn(Deadline(None))
         except (SessionExpiredError, _NodeVanished):
             return False
 
@@ -436,7 +434,7 @@ class Contender:
         if self._client.session_id != self.session_id:
             raise _NodeVanished
 
-    async def _wait_turn(self, deadline: float | None, *, look_only: bool = False) -> bool:
+    async def _wait_turn(self, deadline: Deadline, *, look_only: bool = False) -> bool:
         """Wait until we hold (True), or until ``deadline`` passes (False).
 
         With ``look_only``, decide on one listing and never wait.
@@ -462,14 +460,18 @@ class Contender:
                 return False
             names = None  # a long queue's listing must not live on while we wait
             assert decision.watch is not None
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
+            if deadline.passed:
                 return False
-            with anyio.move_on_after(remaining) as scope:
-                deleted = await self._wait_deleted(f"{self._path}/{decision.watch}")
+            with anyio.move_on_after(deadline.remaining()) as scope:
+                gone = await wait_change(
+                    client, f"{self._path}/{decision.watch}", session=self.session_id
+                )
             if scope.cancelled_caught:
                 return False
+            if gone is Gone.SESSION_ENDED:
+                raise _NodeVanished  # the watch belongs to another session
             self._check_session()
+            deleted = gone is not None
             if deleted and decision.blockers == 1 and self._shortcut:
                 return True
             if deleted and self._view is not None and self._view.was_released(decision.watch):
@@ -487,20 +489,6 @@ class Contender:
         if me not in names:
             raise _NodeVanished
         return self._rule(names, me)
-
-    async def _wait_deleted(self, path: str) -> bool:
-        """Wait for ``path`` to change; True if it is (or already was) gone."""
-        client = self._client
-        stat, watch = await retry_on_connection_loss(
-            client, functools.partial(client.watch_exists, path)
-        )
-        try:
-            self._check_session()  # else the watch belongs to another session
-            if stat is None:
-                return True
-            return (await watch).type is EventType.DELETED
-        finally:
-            watch.cancel()
 
     async def abandon(self) -> None:
         """Delete our node (or the one a lost create left), shielded and time-bounded."""

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import time
 import uuid
 from collections.abc import Collection, Coroutine, Generator, Sequence
 from dataclasses import dataclass
@@ -49,6 +48,7 @@ from ..._exceptions import (
 from ..._session import Client, Watch, delete_quietly, retry_on_connection_loss, run_cleanup
 from ..._types import ACL, EventType, Stat
 from .._kit._args import default_node_data, recipe_path
+from .._kit._waits import Deadline, wait_gone
 
 __all__ = [
     "READY_NODE",
@@ -148,31 +148,6 @@ class _LateForRound(Exception):
         self.ready_czxid = ready_czxid
 
 
-# --- time -------------------------------------------------------------------
-
-
-class _Deadline:
-    """When a ``timeout=`` runs out (never, for None)."""
-
-    __slots__ = ("at",)
-
-    def __init__(self, timeout: float | None) -> None:
-        self.at = None if timeout is None else time.monotonic() + max(0.0, timeout)
-
-    def remaining(self, floor: float = 0.0) -> float | None:
-        """Seconds left (at least ``floor``); None without a deadline."""
-        if self.at is None:
-            return None
-        return max(self.at - time.monotonic(), floor)
-
-
-def _first_look(client: Client, deadline: _Deadline) -> float | None:
-    """How long the first look may take: the whole timeout, but never less than
-    one session timeout (so ``timeout=0`` looks exactly once, and gives up if
-    ZooKeeper cannot be reached)."""
-    return deadline.remaining(client.session_timeout)
-
-
 # --- Barrier ----------------------------------------------------------------
 
 
@@ -223,33 +198,8 @@ class Barrier:
         watch survives the reconnection); after a lost session the node is
         looked at again, so a removal the session missed is not missed here.
         """
-        client = self._client
-        deadline = _Deadline(check_timeout(timeout, path=self.path))
-        budget = _first_look(client, deadline)
-        while True:
-            watch: Watch | None = None
-            with anyio.move_on_after(budget) as scope:
-                try:
-                    stat, watch = await retry_on_connection_loss(
-                        client, functools.partial(client.watch_exists, self.path)
-                    )
-                except SessionExpiredError:
-                    continue  # look again, in the new session
-            if scope.cancelled_caught:
-                return False
-            assert watch is not None
-            try:
-                if stat is None:
-                    return True
-                with anyio.move_on_after(deadline.remaining()) as scope:
-                    # A lost session fails the watch: look again.
-                    with contextlib.suppress(SessionExpiredError):
-                        await watch
-                if scope.cancelled_caught:
-                    return False
-            finally:
-                watch.cancel()
-            budget = deadline.remaining()
+        deadline = Deadline(check_timeout(timeout, path=self.path))
+        return await wait_gone(self._client, self.path, deadline=deadline) is not None
 
 
 # --- DoubleBarrier ----------------------------------------------------------
@@ -358,7 +308,7 @@ class DoubleBarrier:
             raise RuntimeError(f"this participant has not entered the barrier {self.path!r}")
         self._start("leaving")
         try:
-            left = await self._guarded(self._leave_phase(_Deadline(timeout)), "leaving")
+            left = await self._guarded(self._leave_phase(Deadline(timeout)), "leaving")
             if not left:
                 await self._discard()
             self._node = None
@@ -383,7 +333,7 @@ class DoubleBarrier:
             )
         self._start("entering")
         try:
-            entered = await self._guarded(self._enter_phase(_Deadline(timeout)), "entering")
+            entered = await self._guarded(self._enter_phase(Deadline(timeout)), "entering")
             if not entered:
                 await self._discard()
             self._entered = entered
@@ -556,7 +506,7 @@ class DoubleBarrier:
         log.info("double barrier %r: removed a ready node its round left behind", self.path)
         return None
 
-    async def _enter_phase(self, deadline: _Deadline) -> bool:
+    async def _enter_phase(self, deadline: Deadline) -> bool:
         while True:
             # A fresh name per node: one an earlier attempt could not delete
             # (ZooKeeper out of reach) is never mistaken for this one.
@@ -568,7 +518,7 @@ class DoubleBarrier:
                 if not await self._sit_out(node, late.ready_czxid, deadline):
                     return False
 
-    async def _sit_out(self, node: str, ready_czxid: int, deadline: _Deadline) -> bool:
+    async def _sit_out(self, node: str, ready_czxid: int, deadline: Deadline) -> bool:
         """Wait, without a node, for the round that filled before our node was
         made to end; False if the deadline passed first.
 
@@ -609,11 +559,11 @@ class DoubleBarrier:
                 if watch is not None:
                     watch.cancel()
 
-    async def _enter_round(self, node: str, deadline: _Deadline) -> bool:
+    async def _enter_round(self, node: str, deadline: Deadline) -> bool:
         client = self._client
         watch: Watch | None = None
         try:
-            with anyio.move_on_after(_first_look(client, deadline)) as scope:
+            with anyio.move_on_after(deadline.first_look(client)) as scope:
                 stat, names = await self._create_and_list(node)
                 self._owner, self._czxid = stat.ephemeral_owner, stat.czxid
                 passed, watch = await self._look(node, names)
@@ -670,7 +620,7 @@ class DoubleBarrier:
         except NoNodeError:
             return []  # the (container) path went with its last child
 
-    async def _leave_phase(self, deadline: _Deadline) -> bool:
+    async def _leave_phase(self, deadline: Deadline) -> bool:
         """Curator's leave loop. The timeout bounds the looking and the waiting;
         once everyone has left, finishing up (our node if we are last, then
         ``ready``) is not cut short."""
@@ -679,7 +629,7 @@ class DoubleBarrier:
         assert node is not None
         me = _paths.basename(node)
         deleted = False
-        budget = _first_look(client, deadline)
+        budget = deadline.first_look(client)
         while True:
             try:
                 with anyio.move_on_after(budget) as scope:

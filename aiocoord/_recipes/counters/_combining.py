@@ -59,7 +59,8 @@ from ..._session import (
     protected_marker,
     retry_on_connection_loss,
 )
-from ..._types import ACL, Codec, EventType, Stat
+from ..._types import ACL, Codec, Stat
+from .._kit._waits import wait_change
 
 QUEUE_NAME = "combining"
 """The child of a counter node under which contended adds queue."""
@@ -493,19 +494,16 @@ class Combiner:
 
     async def _wait_gone(self, name: str) -> bool:
         """Wait for the request ``name`` to change; True if it is (or already was) gone."""
-        client = self._client
-        stat, watch = await retry_on_connection_loss(
-            client, functools.partial(client.watch_exists, _paths.join(self._queue, name))
-        )
-        try:
-            if stat is None:
-                return True
-            if stat.ephemeral_owner == 0:
-                self._strays.add(name)
-                return True
-            return (await watch).type is EventType.DELETED
-        finally:
-            watch.cancel()
+
+        def stray(stat: Stat) -> bool:
+            # Not ephemeral: no requester made it. Skipped from now on, as if gone.
+            if stat.ephemeral_owner != 0:
+                return False
+            self._strays.add(name)
+            return True
+
+        path = _paths.join(self._queue, name)
+        return await wait_change(self._client, path, gone_if=stray) is not None
 
     async def _combine(
         self, node: str, seq: int, entries: Sequence[Entry]

@@ -47,8 +47,9 @@ from ..._session import (
     retry_on_connection_loss,
     run_cleanup,
 )
-from ..._types import ACL, EventType, Stat, WatchEvent
+from ..._types import ACL, Stat, WatchEvent
 from .._kit._args import recipe_path
+from .._kit._waits import wait_gone
 
 __all__ = ["GroupMember"]
 
@@ -392,36 +393,18 @@ class GroupMember:
         self._changed()
 
     async def _wait_gone(self) -> None:
-        """Return once our node is gone: deleted, or taken away with our session."""
-        client = self._client
-        node = self._node
-        while True:
-            session = self._session
-            try:
-                stat, watch = await retry_on_connection_loss(
-                    client, functools.partial(client.watch_exists, node)
-                )
-            except SessionExpiredError:
-                return
-            except SessionError:
-                # Unreachable for a whole request timeout: our node may well
-                # live on in the session. Wait for the connection, look again.
-                await client.wait_connected()
-                continue
-            try:
-                if client.session_id != session:
-                    return  # a new session: ours, and our node with it, ended
-                if stat is None or stat.ephemeral_owner != session:
-                    return
-                try:
-                    event = await watch
-                except SessionExpiredError:
-                    return
-                if event.type is EventType.DELETED:
-                    return
-                # Its data changed (an update): keep watching.
-            finally:
-                watch.cancel()
+        """Return once our node is gone: deleted, or taken away with our session.
+
+        Outages of any length are ridden out: our node may live on in the session.
+        """
+        session = self._session
+        await wait_gone(
+            self._client,
+            self._node,
+            session=session,
+            gone_if=lambda stat: stat.ephemeral_owner != session,
+            outlast_outages=True,
+        )
 
     async def _rejoin(self) -> None:
         """Make our node again, through outages; MemberIdInUseError if the id was taken."""

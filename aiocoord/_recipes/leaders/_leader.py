@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
@@ -45,10 +44,11 @@ from ..._session import (
     check_error_policy,
     retry_on_connection_loss,
 )
-from ..._types import ACL, EventType
+from ..._types import ACL
 from .._kit._args import default_node_data, recipe_path
 from .._kit._contenders import LOCK_NAME, Contender, mutex_rule, sort_contenders
 from .._kit._holding import Hold, LossMonitor, exit_loss_scope, native_cancel_pending
+from .._kit._waits import wait_gone
 
 __all__ = ["Candidate", "LeaderElection", "LeaderLatch"]
 
@@ -111,33 +111,15 @@ def _check_arguments(
 async def _node_gone(client: Client, node: str, session_id: int) -> str:
     """Wait until our ``node`` (owned by session ``session_id``) is gone; say why.
 
-    Rides out SUSPENDED (the watch survives a reconnection to the same session).
+    Rides out SUSPENDED (the watch survives a reconnection to the same session)
+    and outages of any length.
     """
-    while True:
-        try:
-            stat, watch = await retry_on_connection_loss(
-                client, functools.partial(client.watch_exists, node)
-            )
-        except ConnectionLossError:  # unreachable for a whole request timeout
-            await client.wait_connected()
-            continue
-        except SessionExpiredError:
-            return "the session expired"
-        try:
-            if client.session_id != session_id:
-                return "the session that owned its node ended"
-            if stat is None:
-                return "its node was deleted by someone else"
-            try:
-                event = await watch
-            except SessionExpiredError:
-                return "the session expired"
-            except ClientClosedError:
-                return "the client was closed"
-        finally:
-            watch.cancel()
-        if event.type is EventType.DELETED:
-            return "its node was deleted by someone else"
+    try:
+        gone = await wait_gone(client, node, session=session_id, outlast_outages=True)
+    except ClientClosedError:
+        return "the client was closed"
+    assert gone is not None  # no deadline
+    return gone.value
 
 
 async def _stop(task: asyncio.Task[Any] | None) -> asyncio.CancelledError | None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import math
-import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -13,6 +11,7 @@ import anyio
 from ..._checks import check_timeout
 from ..._exceptions import ArgumentTypeError, InvalidArgumentError, NotOwnerError
 from ..._session import Fence
+from .._kit._waits import Deadline
 
 __all__ = ["Lockable", "MultiLock"]
 
@@ -66,12 +65,11 @@ class MultiLock:
         ``timeout`` bounds the whole acquisition: each lock gets what is left of it.
         """
         timeout = check_timeout(timeout)
-        deadline = math.inf if timeout is None else time.monotonic() + timeout
+        deadline = Deadline(timeout)
         taken: list[Lockable] = []
         try:
             for lock in self._locks:
-                remaining = None if timeout is None else max(0.0, deadline - time.monotonic())
-                if not await lock.acquire(remaining):
+                if not await lock.acquire(deadline.remaining()):
                     await _release_all(taken)
                     return False
                 taken.append(lock)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
@@ -34,6 +33,7 @@ from ..._session import (
 from ..._types import ACL
 from .._kit._args import default_node_data, recipe_path
 from .._kit._holding import Hold, HoldContext, LossMonitor, current_task
+from .._kit._waits import Deadline
 from ._mutex import Mutex
 
 __all__ = ["Semaphore", "SemaphoreLease", "SemaphoreMutex"]
@@ -141,7 +141,7 @@ class Semaphore:
         """
         check_int(n, "n", path=self.path, minimum=1, maximum=self.max_leases)
         timeout = check_timeout(timeout, path=self.path)
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = Deadline(timeout)
         leases: list[SemaphoreLease] = []
         try:
             for _ in range(n):
@@ -160,25 +160,24 @@ class Semaphore:
         """Take ``n`` leases if they are free now; None (and nothing kept) if not."""
         return await self.acquire(n, 0)
 
-    async def _acquire_one(self, deadline: float | None) -> SemaphoreLease | None:
+    async def _acquire_one(self, deadline: Deadline) -> SemaphoreLease | None:
         while True:
             try:
                 return await self._try_one(deadline)
             except _LeaseVanished:
                 # Our node went with the session or was deleted: start over,
                 # mutex included (a waiter outside it could starve with others).
-                if deadline is not None and time.monotonic() >= deadline:
+                if deadline.passed:
                     return None
 
-    async def _try_one(self, deadline: float | None) -> SemaphoreLease | None:
-        if deadline is not None and deadline <= time.monotonic():
+    async def _try_one(self, deadline: Deadline) -> SemaphoreLease | None:
+        if deadline.passed:
             # No time to wait: one look, without queueing on the mutex (which
             # only orders waiters; the count alone keeps leases within bounds).
-            with anyio.move_on_after(self._client.session_timeout):
+            with anyio.move_on_after(deadline.first_look(self._client)):
                 return await self._take_lease(deadline)
             return None
-        remaining = None if deadline is None else deadline - time.monotonic()
-        if not await self._mutex.acquire(remaining):
+        if not await self._mutex.acquire(deadline.remaining()):
             return None
         lease: SemaphoreLease | None = None
         try:
@@ -192,7 +191,7 @@ class Semaphore:
                 raise
         return lease
 
-    async def _take_lease(self, deadline: float | None) -> SemaphoreLease | None:
+    async def _take_lease(self, deadline: Deadline) -> SemaphoreLease | None:
         """Create a lease node and wait for room: the lease, or None at ``deadline``.
 
         Raises _LeaseVanished (with the node cleaned up) if the node is lost.
@@ -225,7 +224,7 @@ class Semaphore:
         await own.delete()
         return None
 
-    async def _wait_for_room(self, node: str, owner: int, deadline: float | None) -> bool:
+    async def _wait_for_room(self, node: str, owner: int, deadline: Deadline) -> bool:
         """True once the leases, ours among them, are within ``max_leases``; False at
         ``deadline`` (at once if it has passed: one look)."""
         client = self._client
@@ -241,10 +240,9 @@ class Semaphore:
                     raise _LeaseVanished
                 if len(names) <= self.max_leases:
                     return True
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
+                if deadline.passed:
                     return False
-                with anyio.move_on_after(remaining) as scope:
+                with anyio.move_on_after(deadline.remaining()) as scope:
                     await watch
                 if scope.cancelled_caught:
                     return False

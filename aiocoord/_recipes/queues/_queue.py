@@ -96,6 +96,7 @@ from ..._session import (
 from ..._types import ACL, Codec, Stat
 from .._kit._args import default_node_data, recipe_path
 from .._kit._holding import Hold, LossMonitor, exit_loss_scope
+from .._kit._waits import Deadline
 
 __all__ = [
     "CURATOR_QUEUE_NAME",
@@ -442,16 +443,8 @@ def _lost_connection(error: BaseException) -> bool:
     return isinstance(error, ConnectionLossError) and not isinstance(error, NoConnectionError)
 
 
-def _deadline(timeout: float | None) -> float | None:
-    return None if timeout is None else time.monotonic() + max(0.0, timeout)
-
-
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _remaining(deadline: float | None) -> float | None:
-    return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 # --- the queues -------------------------------------------------------------------
@@ -595,7 +588,7 @@ class _QueueBase(Generic[T]):
                     f"{len(entries)} items can never fit (max_items={self.max_items})",
                     self.path,
                 )
-            if not await self._wait_for_room(len(entries), _deadline(timeout)):
+            if not await self._wait_for_room(len(entries), Deadline(timeout)):
                 return False
         await self._create(entries)
         return True
@@ -633,16 +626,15 @@ class _QueueBase(Generic[T]):
                 raise OutcomeUnknownError(self.path) from error
             raise
 
-    async def _wait_for_room(self, count: int, deadline: float | None) -> bool:
+    async def _wait_for_room(self, count: int, deadline: Deadline) -> bool:
         """Wait (on a children watch) until ``count`` more items fit under
         ``max_items``; False if ``deadline`` passed first."""
         client = self._client
         assert self.max_items is not None
         first = True
         while True:
-            budget = _remaining(deadline)
-            if first and budget is not None:
-                budget = max(budget, client.session_timeout)  # the first look is always had
+            # The first look is always had.
+            budget = deadline.first_look(client) if first else deadline.remaining()
             first = False
             watch: Watch | None = None
             with anyio.move_on_after(budget) as scope:
@@ -660,7 +652,7 @@ class _QueueBase(Generic[T]):
             try:
                 if sum(map(self._layout.is_item, names)) + count <= self.max_items:
                     return True
-                with anyio.move_on_after(_remaining(deadline)) as scope:
+                with anyio.move_on_after(deadline.remaining()) as scope:
                     with contextlib.suppress(SessionExpiredError):
                         await watch
                 if scope.cancelled_caught:
@@ -677,12 +669,12 @@ class _QueueBase(Generic[T]):
         timeout, requests wait through outages of any length.
         """
         timeout = check_timeout(timeout, path=self.path)
-        deadline = _deadline(timeout)
+        deadline = Deadline(timeout)
         cursor = self._cursor
         if self._layout.fresh:
             cursor.load(())  # a newer item may come first: start from a new listing
         overrides = (
-            self._client.request_timeout(None) if deadline is None else contextlib.nullcontext()
+            self._client.request_timeout(None) if deadline.at is None else contextlib.nullcontext()
         )
         with overrides:
             listed = False
@@ -700,7 +692,7 @@ class _QueueBase(Generic[T]):
                 if got is not None:
                     return got
 
-    async def _refill(self, deadline: float | None, *, first: bool, mark: bool) -> bool:
+    async def _refill(self, deadline: Deadline, *, first: bool, mark: bool) -> bool:
         """List the queue (with a watch) into the cursor, waiting while there is
         nothing to take; False once ``deadline`` passed with nothing.
 
@@ -712,9 +704,7 @@ class _QueueBase(Generic[T]):
             leader = self._refilling.get(mark)
             if leader is None:
                 break
-            budget = _remaining(deadline)
-            if first and budget is not None:
-                budget = max(budget, self._client.session_timeout)
+            budget = deadline.first_look(self._client) if first else deadline.remaining()
             with anyio.move_on_after(budget) as scope:
                 await leader.wait()
             if scope.cancelled_caught:
@@ -729,7 +719,7 @@ class _QueueBase(Generic[T]):
             del self._refilling[mark]
             done.set()
 
-    async def _list_and_wait(self, deadline: float | None, *, first: bool, mark: bool) -> bool:
+    async def _list_and_wait(self, deadline: Deadline, *, first: bool, mark: bool) -> bool:
         """:meth:`_refill` for the consumer that lists.
 
         The first look always gets at least one session timeout (so ``timeout=0``
@@ -737,9 +727,7 @@ class _QueueBase(Generic[T]):
         """
         client = self._client
         while True:
-            budget = _remaining(deadline)
-            if first and budget is not None:
-                budget = max(budget, client.session_timeout)
+            budget = deadline.first_look(client) if first else deadline.remaining()
             first = False
             watches: list[Watch] = []
             try:
@@ -759,7 +747,7 @@ class _QueueBase(Generic[T]):
                     if fresh:
                         self._cursor.load(fresh)
                         return True
-                    wait = _remaining(deadline)
+                    wait = deadline.remaining()
                     if wait is not None and wait <= 0:
                         return False
                     if timer_rang:

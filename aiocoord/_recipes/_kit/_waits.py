@@ -1,0 +1,163 @@
+"""Waits every recipe shares: a ``timeout=`` deadline, and a node going away.
+
+Every wait here is bounded with ``anyio.move_on_after``, so an enclosing
+``anyio.fail_after`` or ``asyncio.timeout`` still cancels it as usual: a
+``timeout=`` only ever shortens what the caller allows.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import time
+from collections.abc import Callable
+
+import anyio
+
+from ..._exceptions import ConnectionLossError, SessionExpiredError
+from ..._session import Client, retry_on_connection_loss
+from ..._types import EventType, Stat
+
+__all__ = ["Deadline", "Gone", "wait_change", "wait_gone"]
+
+
+class Deadline:
+    """When a ``timeout=`` runs out (never, for None).
+
+    A recipe's first look (create, list, read) always gets at least one
+    session timeout (:meth:`first_look`), so ``timeout=0`` looks exactly once
+    and gives up only if ZooKeeper cannot be reached; later waits get what is
+    left (:meth:`remaining`).
+    """
+
+    __slots__ = ("at",)
+
+    def __init__(self, timeout: float | None) -> None:
+        self.at = None if timeout is None else time.monotonic() + max(0.0, timeout)
+
+    def __repr__(self) -> str:
+        return f"<Deadline remaining={self.remaining()}>"
+
+    def remaining(self, floor: float = 0.0) -> float | None:
+        """Seconds left (at least ``floor``); None without a deadline."""
+        if self.at is None:
+            return None
+        return max(self.at - time.monotonic(), floor)
+
+    def first_look(self, client: Client) -> float | None:
+        """How long the first look may take: what is left, but never less than
+        one session timeout."""
+        return self.remaining(client.session_timeout)
+
+    @property
+    def passed(self) -> bool:
+        """Whether the deadline has come (never, without one)."""
+        return self.at is not None and time.monotonic() >= self.at
+
+
+class Gone(enum.Enum):
+    """Why a watched node is gone (the value is the reason, for a log or an error)."""
+
+    DELETED = "its node was deleted by someone else"
+    SESSION_ENDED = "the session that owned its node ended"
+    SESSION_EXPIRED = "the session expired"
+
+
+async def wait_change(
+    client: Client,
+    path: str,
+    *,
+    session: int | None = None,
+    gone_if: Callable[[Stat], bool] | None = None,
+) -> Gone | None:
+    """Watch ``path`` and wait for its next change: why it is gone (at once if it
+    already is), or None if it changed and is still there.
+
+    ``session``: the session the caller's decision depends on (its own node's);
+    a watch set in another session answers ``Gone.SESSION_ENDED`` at once.
+    ``gone_if``: a node that exists but this says is as good as gone (a node
+    another session owns, a stray) answers ``Gone.DELETED`` at once.
+    Connection loss is retried under the client's policy; other errors
+    (session expiry included) propagate.
+    """
+    return await _look_and_wait(client, path, session, gone_if, None, expiry_is_change=False)
+
+
+async def wait_gone(
+    client: Client,
+    path: str,
+    *,
+    session: int | None = None,
+    gone_if: Callable[[Stat], bool] | None = None,
+    deadline: Deadline | None = None,
+    outlast_outages: bool = False,
+) -> Gone | None:
+    """Wait until ``path`` is gone and say why; None if ``deadline`` passed first.
+
+    Changes that leave the node in place are waited through. With ``session``
+    (the node is the caller's own, owned by that session), the end of that
+    session ends the wait (``SESSION_EXPIRED``/``SESSION_ENDED``); without it,
+    an expired session is ridden out and the node looked at again in the new
+    one. ``outlast_outages``: a connection out of reach for longer than the
+    retry policy allows is waited for, however long, instead of raising.
+    ``gone_if``: as for :func:`wait_change`. The first look gets
+    :meth:`Deadline.first_look` (again after an expired session), each later
+    wait what is left.
+    """
+    budget = None if deadline is None else deadline.first_look(client)
+    while True:
+        gone: Gone | None = None
+        with anyio.move_on_after(budget) as scope:
+            try:
+                gone = await _look_and_wait(
+                    client, path, session, gone_if, deadline, expiry_is_change=session is None
+                )
+            except SessionExpiredError:
+                if session is not None:
+                    return Gone.SESSION_EXPIRED
+                continue  # look again, in the new session
+            except ConnectionLossError:
+                if not outlast_outages:
+                    raise
+                await client.wait_connected()
+                continue
+        if scope.cancelled_caught:
+            return None
+        if gone is not None:
+            return gone
+        if deadline is not None and deadline.passed:
+            return None
+        budget = None if deadline is None else deadline.remaining()
+
+
+async def _look_and_wait(
+    client: Client,
+    path: str,
+    session: int | None,
+    gone_if: Callable[[Stat], bool] | None,
+    deadline: Deadline | None,
+    *,
+    expiry_is_change: bool,
+) -> Gone | None:
+    """:func:`wait_change`, with the wait for the event bounded by ``deadline``
+    (None if it passed first); ``expiry_is_change``: a watch failed by an
+    expired session answers None (look again) instead of raising."""
+    stat, watch = await retry_on_connection_loss(
+        client, functools.partial(client.watch_exists, path)
+    )
+    try:
+        if session is not None and client.session_id != session:
+            return Gone.SESSION_ENDED
+        if stat is None or (gone_if is not None and gone_if(stat)):
+            return Gone.DELETED
+        with anyio.move_on_after(None if deadline is None else deadline.remaining()):
+            try:
+                event = await watch
+            except SessionExpiredError:
+                if not expiry_is_change:
+                    raise
+                return None
+            return Gone.DELETED if event.type is EventType.DELETED else None
+        return None
+    finally:
+        watch.cancel()
