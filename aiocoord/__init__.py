@@ -15,8 +15,10 @@ from ._exceptions import ConnectionLossError as ConnectionLossError
 from ._exceptions import CoordinationError as CoordinationError
 from ._exceptions import CorruptValueError as CorruptValueError
 from ._exceptions import CounterOverflowError as CounterOverflowError
+from ._exceptions import DataInconsistencyError as DataInconsistencyError
 from ._exceptions import DataTooLargeError as DataTooLargeError
 from ._exceptions import DeadlockError as DeadlockError
+from ._exceptions import HoldLostError as HoldLostError
 from ._exceptions import InvalidACLError as InvalidACLError
 from ._exceptions import InvalidArgumentError as InvalidArgumentError
 from ._exceptions import InvalidConnectStringError as InvalidConnectStringError
@@ -24,6 +26,7 @@ from ._exceptions import InvalidPathError as InvalidPathError
 from ._exceptions import LeadershipLostError as LeadershipLostError
 from ._exceptions import LeaseHeldError as LeaseHeldError
 from ._exceptions import LockLostError as LockLostError
+from ._exceptions import MarshallingError as MarshallingError
 from ._exceptions import MemberIdInUseError as MemberIdInUseError
 from ._exceptions import NoAuthError as NoAuthError
 from ._exceptions import NoChildrenForEphemeralsError as NoChildrenForEphemeralsError
@@ -37,9 +40,14 @@ from ._exceptions import OperationTimeoutError as OperationTimeoutError
 from ._exceptions import OutcomeUnknownError as OutcomeUnknownError
 from ._exceptions import OwnershipError as OwnershipError
 from ._exceptions import QueueEmptyError as QueueEmptyError
+from ._exceptions import RolledBackError as RolledBackError
+from ._exceptions import RuntimeInconsistencyError as RuntimeInconsistencyError
+from ._exceptions import ServerOperationTimeoutError as ServerOperationTimeoutError
 from ._exceptions import SessionError as SessionError
 from ._exceptions import SessionExpiredError as SessionExpiredError
 from ._exceptions import SessionMovedError as SessionMovedError
+from ._exceptions import SystemZooKeeperError as SystemZooKeeperError
+from ._exceptions import TakeLostError as TakeLostError
 from ._exceptions import TLSCertificateError as TLSCertificateError
 from ._exceptions import TTLNodesDisabledError as TTLNodesDisabledError
 from ._exceptions import UnimplementedError as UnimplementedError
@@ -72,7 +80,6 @@ from ._recipes.groups import GroupMember as GroupMember
 from ._recipes.leaders import Candidate as Candidate
 from ._recipes.leaders import LeaderElection as LeaderElection
 from ._recipes.leaders import LeaderLatch as LeaderLatch
-from ._recipes.locks import FencedTransaction as FencedTransaction
 from ._recipes.locks import Lease as Lease
 from ._recipes.locks import LeaseHold as LeaseHold
 from ._recipes.locks import Lockable as Lockable
@@ -161,6 +168,7 @@ __all__ = [
     "CounterOverflowError",
     "CounterShard",
     "CreateOptions",
+    "DataInconsistencyError",
     "DataTooLargeError",
     "DeadlockError",
     "DelayQueue",
@@ -170,9 +178,9 @@ __all__ = [
     "EventType",
     "ExponentialBackoff",
     "Fence",
-    "FencedTransaction",
     "GroupMember",
     "HoldContext",
+    "HoldLostError",
     "IdQueue",
     "InvalidACLError",
     "InvalidArgumentError",
@@ -186,6 +194,7 @@ __all__ = [
     "LeaseHold",
     "LockLostError",
     "Lockable",
+    "MarshallingError",
     "MemberIdInUseError",
     "MultiLock",
     "Mutex",
@@ -215,9 +224,12 @@ __all__ = [
     "RetryNTimes",
     "RetryPolicy",
     "RetryUntilElapsed",
+    "RolledBackError",
+    "RuntimeInconsistencyError",
     "Semaphore",
     "SemaphoreLease",
     "SemaphoreMutex",
+    "ServerOperationTimeoutError",
     "SessionError",
     "SessionErrorPolicy",
     "SessionExpiredError",
@@ -228,8 +240,10 @@ __all__ = [
     "Stat",
     "StateChanges",
     "Subscription",
+    "SystemZooKeeperError",
     "TLSCertificateError",
     "TTLNodesDisabledError",
+    "TakeLostError",
     "Transaction",
     "TreeCache",
     "UnimplementedError",

@@ -15,20 +15,26 @@ __all__ = [
     "AuthFailedError",
     "BadArgumentsError",
     "BadVersionError",
+    "BarrierBrokenError",
     "BoundExceededError",
     "ClientClosedError",
     "ConnectionLossError",
     "CoordinationError",
     "CorruptValueError",
     "CounterOverflowError",
+    "DataInconsistencyError",
     "DataTooLargeError",
     "DeadlockError",
+    "HoldLostError",
     "InvalidACLError",
     "InvalidArgumentError",
     "InvalidConnectStringError",
     "InvalidPathError",
+    "LeadershipLostError",
     "LeaseHeldError",
     "LockLostError",
+    "MarshallingError",
+    "MemberIdInUseError",
     "NoAuthError",
     "NoChildrenForEphemeralsError",
     "NoConnectionError",
@@ -41,11 +47,16 @@ __all__ = [
     "OutcomeUnknownError",
     "OwnershipError",
     "QueueEmptyError",
+    "RolledBackError",
+    "RuntimeInconsistencyError",
+    "ServerOperationTimeoutError",
     "SessionError",
     "SessionExpiredError",
     "SessionMovedError",
+    "SystemZooKeeperError",
     "TLSCertificateError",
     "TTLNodesDisabledError",
+    "TakeLostError",
     "UnimplementedError",
     "UnsupportedEventLoopError",
     "ZooKeeperError",
@@ -183,12 +194,32 @@ class NotOwnerError(OwnershipError):
     """
 
 
-class LockLostError(OwnershipError):
-    """A lock or lease was lost while held (session loss, per the error policy, or expiry)."""
+class HoldLostError(OwnershipError):
+    """What was held is gone: a lock, a lease, leadership or a queue take.
+
+    Catch it to handle every kind of loss at once; each holder raises its own
+    subclass (:class:`LockLostError`, :class:`LeadershipLostError`,
+    :class:`TakeLostError`). ``path`` names what was held, ``reason`` says
+    why it was lost (the session ended, the connection was suspended, its node
+    was deleted, a lease lapsed).
+    """
+
+    _what = "the hold on"
 
     def __init__(self, path: str, reason: str = "the session was lost"):
-        super().__init__(f"lost the lock on {path!r}: {reason}")
+        super().__init__(f"lost {self._what} {path!r}: {reason}")
         self.path = path
+        self.reason = reason
+
+
+class LockLostError(HoldLostError):
+    """A lock or lease was lost while held (session loss, per the error policy, or expiry).
+
+    Raised for :class:`~aiocoord.Mutex`, both sides of a read-write lock, the
+    semaphores' leases and :class:`~aiocoord.Lease`.
+    """
+
+    _what = "the lock on"
 
 
 class LeaseHeldError(OwnershipError):
@@ -199,7 +230,7 @@ class LeaseHeldError(OwnershipError):
         self.path = path
 
 
-class LeadershipLostError(OwnershipError):
+class LeadershipLostError(HoldLostError):
     """Leadership ended while its holder was acting as leader.
 
     Raised on leaving a leadership block after a loss: the connection entered
@@ -207,10 +238,17 @@ class LeadershipLostError(OwnershipError):
     leader's node was deleted by someone else.
     """
 
-    def __init__(self, path: str, reason: str = "the session was lost"):
-        super().__init__(f"lost leadership of {path!r}: {reason}")
-        self.path = path
-        self.reason = reason
+    _what = "leadership of"
+
+
+class TakeLostError(HoldLostError):
+    """A queue take (:meth:`Queue.take <aiocoord.Queue.take>`) lost its item while working
+    on it: its marker went with the session, or the connection entered a state the
+    error policy calls an error. The item goes back to the queue for another
+    consumer; ``path`` is the item's node.
+    """
+
+    _what = "the take of"
 
 
 class MemberIdInUseError(OwnershipError):

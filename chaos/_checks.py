@@ -802,7 +802,7 @@ def _take_items(history: History, recipe: str) -> list[Op]:
 def _queue_delivery(recipe: str, path: str) -> Callable[..., None]:
     """take(): every acknowledged item was delivered to a take that committed (then
     removed), or is still in the queue, or a take of it had an unknown outcome; a
-    take that ended lost (LockLostError: "the item goes back") must leave the item
+    take that ended lost (TakeLostError: "the item goes back") must leave the item
     for another; an item whose take committed is not left in the queue."""
 
     def check(history: History, verdict: Verdict) -> None:

@@ -49,7 +49,6 @@ from aiocoord import (
     LeaderLatch,
     Lease,
     LeaseHeldError,
-    LockLostError,
     MultiLock,
     Mutex,
     NodeCache,
@@ -72,6 +71,7 @@ from aiocoord import (
     ShardedCounter,
     SharedCount,
     StandardErrorPolicy,
+    TakeLostError,
     TreeCache,
     VersionedValue,
 )
@@ -1181,7 +1181,7 @@ class Worker:
                 seen["t_end"] = self.now()
         except QueueEmptyError:
             return Outcome("fail", "empty")
-        except LockLostError as error:
+        except TakeLostError as error:
             return Outcome("fail", _name(error), seen | {"lost": True})
         except CoordinationError as error:
             if "item" in seen:  # the commit may or may not have gone through

@@ -9,9 +9,9 @@ from typing import Any, Unpack
 from .._exceptions import (
     ArgumentTypeError,
     CoordinationError,
+    HoldLostError,
     LockLostError,
     NoNodeError,
-    OwnershipError,
     ZooKeeperError,
 )
 from .._types import Stat
@@ -28,8 +28,9 @@ class Fence:
     """A holder's proof of ownership, for a transaction to require (:meth:`Transaction.guard`).
 
     The transaction applies only while ``node`` exists (at ``version``, if >= 0);
-    otherwise it applies nothing and raises ``lost_error`` (LockLostError, or
-    LeadershipLostError for a leader's fence) naming ``owner``. Holder recipes
+    otherwise it applies nothing and raises ``lost_error`` (a HoldLostError:
+    LockLostError for a lock or lease, LeadershipLostError for a leader's fence,
+    TakeLostError for a queue take's) naming ``owner``. Holder recipes
     hand one out from ``fence()``.
     """
 
@@ -38,7 +39,7 @@ class Fence:
     owner: str
     """The recipe's path, for the error."""
     version: int = -1
-    lost_error: type[OwnershipError] = LockLostError
+    lost_error: type[HoldLostError] = LockLostError
     """What a failed guard raises: built as ``lost_error(owner, reason)``."""
 
 

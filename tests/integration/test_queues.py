@@ -26,12 +26,12 @@ from aiocoord import (
     DataTooLargeError,
     DelayQueue,
     IdQueue,
-    LockLostError,
     OutcomeUnknownError,
     PriorityQueue,
     Queue,
     QueueEmptyError,
     SessionErrorPolicy,
+    TakeLostError,
 )
 from aiocoord._recipes.queues._queue import wrap_item
 from aiocoord.testing import (
@@ -368,7 +368,7 @@ async def test_a_takers_expired_session_gives_its_item_to_another_taker(started)
     await waiting(b, 2)
     assert not redelivered
     await expire_session(a)
-    with pytest.raises(LockLostError, match="/alo-expire/qn-0000000000"):
+    with pytest.raises(TakeLostError, match="/alo-expire/qn-0000000000"):
         await worker
     assert cancelled.is_set()  # its block was cancelled, as a lock holder's
     for _ in range(50):
@@ -392,7 +392,7 @@ async def test_a_paused_takers_commit_after_another_taker_finished_is_never_a_su
     async with TcpProxy(host, int(port)) as proxy:
         a = aiocoord.connect(proxy.connect_string, namespace=zookeeper.namespace)
         async with a:
-            with pytest.raises((LockLostError, OutcomeUnknownError)):
+            with pytest.raises((TakeLostError, OutcomeUnknownError)):
                 async with Queue(a, "/paused").take(timeout=WAIT, cancel_on_loss=False):
                     proxy.hold()  # a long pause, while holding the item ...
                     await expire_session(a, wait=False, address=(host, int(port)))
@@ -406,7 +406,7 @@ async def test_a_commit_applied_whose_reply_and_session_are_lost_is_outcome_unkn
     zookeeper: ZooKeeperTarget, started
 ) -> None:
     """Found by make chaos: the item is gone for good, so "it went back"
-    (LockLostError) would be a lie; nobody can tell whose commit removed it."""
+    (TakeLostError) would be a lie; nobody can tell whose commit removed it."""
     host, port = zookeeper.connect_string.rsplit(":", 1)
     (observer,) = await started(1)
     await Queue(observer, "/applied").put(b"X")

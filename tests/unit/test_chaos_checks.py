@@ -301,7 +301,7 @@ BROKEN: dict[str, list[Record]] = {
     # The only take of "a" ended lost ("it goes back"), yet "a" is gone.
     "aqueue.delivery": [
         *puts("aqueue", ["a"]),
-        *takes("a", 1.0, 2.0, "fail", error="LockLostError", lost=True),
+        *takes("a", 1.0, 2.0, "fail", error="TakeLostError", lost=True),
         final("queue", path=AQUEUE, items=[]),
     ],
     "aqueue.taker": [
@@ -434,7 +434,7 @@ BROKEN: dict[str, list[Record]] = {
     ],
     "dqueue.delivery": [
         *puts("dqueue", ["a"]),
-        *takes("a", 1.0, 2.0, "fail", "dqueue", error="LockLostError", lost=True),
+        *takes("a", 1.0, 2.0, "fail", "dqueue", error="TakeLostError", lost=True),
         final("queue", path=DQUEUE, items=[]),
     ],
     "dqueue.taker": [
@@ -571,7 +571,7 @@ HELD: dict[str, list[Record]] = {
     ],
     "aqueue.delivery": [
         *puts("aqueue", ["a", "b", "c"]),
-        *takes("a", 1.0, 2.0, "fail", error="LockLostError", lost=True),
+        *takes("a", 1.0, 2.0, "fail", error="TakeLostError", lost=True),
         *takes("a", 3.0, 4.0),
         *takes("b", 1.0, 2.0, "unknown"),
         final("queue", path=AQUEUE, items=["c"]),
@@ -579,7 +579,7 @@ HELD: dict[str, list[Record]] = {
     "aqueue.taker": [
         *puts("aqueue", ["a"]),
         # A paused taker lost the item (and was told) while another took it.
-        *takes("a", 1.0, 3.0, "fail", error="LockLostError", lost=True),
+        *takes("a", 1.0, 3.0, "fail", error="TakeLostError", lost=True),
         *takes("a", 2.0, 2.5),
         final("queue", path=AQUEUE, items=[]),
     ],
@@ -725,13 +725,13 @@ HELD: dict[str, list[Record]] = {
     ],
     "dqueue.delivery": [
         *puts("dqueue", ["a", "b"]),
-        *takes("a", 1.0, 2.0, "fail", "dqueue", error="LockLostError", lost=True),
+        *takes("a", 1.0, 2.0, "fail", "dqueue", error="TakeLostError", lost=True),
         *takes("a", 3.0, 4.0, recipe="dqueue"),
         final("queue", path=DQUEUE, items=["b"]),  # not due yet
     ],
     "dqueue.taker": [
         *puts("dqueue", ["a"]),
-        *takes("a", 1.0, 3.0, "fail", "dqueue", error="LockLostError", lost=True),
+        *takes("a", 1.0, 3.0, "fail", "dqueue", error="TakeLostError", lost=True),
         *takes("a", 2.0, 2.5, recipe="dqueue"),
         final("queue", path=DQUEUE, items=[]),
     ],

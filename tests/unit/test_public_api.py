@@ -51,6 +51,20 @@ def test_moved_errors_keep_their_place_in_the_hierarchy() -> None:
     assert (bound.path, bound.value, bound.delta) == ("/c", 0, -1)
 
 
+def test_every_kind_of_lost_hold_is_one_catchable_family() -> None:
+    for error in (
+        aiocoord.LockLostError("/lock", "the session was lost"),
+        aiocoord.LeadershipLostError("/election", "its node was deleted"),
+        aiocoord.TakeLostError("/jobs/qn-0000000001", "the session ended"),
+    ):
+        assert isinstance(error, aiocoord.HoldLostError)
+        assert isinstance(error, aiocoord.OwnershipError)
+        assert error.path in str(error) and error.reason in str(error)
+    assert not issubclass(aiocoord.NotOwnerError, aiocoord.HoldLostError)
+    assert str(aiocoord.LockLostError("/l", "gone")) == "lost the lock on '/l': gone"
+    assert str(aiocoord.TakeLostError("/q/i", "gone")) == "lost the take of '/q/i': gone"
+
+
 def test_atomic_failures_equal_their_documented_strings() -> None:
     assert list(aiocoord.AtomicFailure) == ["contention", "bound", "mismatch"]
     assert aiocoord.AtomicFailure("bound") is aiocoord.AtomicFailure.BOUND
@@ -69,6 +83,8 @@ def test_atomic_failures_equal_their_documented_strings() -> None:
         aiocoord.ConnectionLossError("gone", sent=True),
         aiocoord.InvalidPathError("bad", "no leading slash"),
         aiocoord.LeadershipLostError("/election", "the connection was SUSPENDED"),
+        aiocoord.TakeLostError("/jobs/qn-0000000001", "the session ended"),
+        aiocoord.HoldLostError("/held"),
         aiocoord.MemberIdInUseError("/group/a"),
         aiocoord.BarrierBrokenError("/barrier", "our node is gone"),
         aiocoord.QueueEmptyError("/jobs", 2.5),

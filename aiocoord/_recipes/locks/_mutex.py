@@ -55,7 +55,6 @@ from .._kit._holding import (
 from ._handoff import MAX_LOCAL_GRANTS, LocalQueue, fencing_token
 
 __all__ = [
-    "FencedTransaction",
     "Mutex",
     "Participant",
     "ReadWriteLock",
@@ -518,10 +517,6 @@ class Mutex:
             for name, result in zip(ordered, results, strict=True)
             if not isinstance(result, Exception)
         ]
-
-
-FencedTransaction = Transaction
-"""What :meth:`Mutex.transaction` returns: a transaction guarded by a lock's fence."""
 
 
 class _SideOfReadWriteLock(Mutex):

@@ -75,13 +75,13 @@ from ..._exceptions import (
     DataTooLargeError,
     InvalidArgumentError,
     InvalidPathError,
-    LockLostError,
     NoConnectionError,
     NodeExistsError,
     NoNodeError,
     OutcomeUnknownError,
     QueueEmptyError,
     SessionExpiredError,
+    TakeLostError,
 )
 from ..._session import (
     Client,
@@ -1095,7 +1095,7 @@ class _QueueBase(Generic[T]):
     async def _commit(self, got: _Got[T]) -> None:
         """Delete the item and its marker in one transaction: the work is done.
 
-        LockLostError if the item certainly went back (our marker is gone and
+        TakeLostError if the item certainly went back (our marker is gone and
         the commit never applied); OutcomeUnknownError if a commit was sent, its
         reply lost, and the session ended before a retry could tell.
         """
@@ -1116,7 +1116,7 @@ class _QueueBase(Generic[T]):
                     await client.transaction().delete(got.path).delete(marker).commit()
             except NoNodeError as error:
                 if error.op_index != 0:
-                    raise LockLostError(got.path, "its taken-marker was deleted") from error
+                    raise TakeLostError(got.path, "its taken-marker was deleted") from error
                 # The item is gone while our marker still kept takers off it: our
                 # own commit whose reply was lost, or someone removed it (remove(),
                 # move_aside(), a get() consumer).
@@ -1135,7 +1135,7 @@ class _QueueBase(Generic[T]):
                 # Our commit may have applied, or another taker's after our marker
                 # went: nobody can tell which.
                 raise OutcomeUnknownError(got.path) from None
-            raise LockLostError(got.path, "the session that took it ended; it went back") from None
+            raise TakeLostError(got.path, "the session that took it ended; it went back") from None
         except ConnectionLossError as error:
             if sent:
                 raise OutcomeUnknownError(got.path) from error
@@ -1163,7 +1163,7 @@ class _QueueBase(Generic[T]):
         With ``cancel_on_loss`` the block is cancelled when the client enters a
         state its error policy calls a loss (by default already SUSPENDED:
         the session may expire and the item go to someone else); leaving the
-        block then raises LockLostError and the item goes back. QueueEmptyError
+        block then raises TakeLostError and the item goes back. QueueEmptyError
         if ``timeout`` passes before there is an item to take.
 
         :meth:`get` consumers and Curator's SimpleDistributedQueue do not look
@@ -1375,7 +1375,7 @@ class QueueTake(Generic[T]):
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         # None, as HoldContext's: the scope swallows only the cancellation a loss
-        # caused, and a loss always raises LockLostError here.
+        # caused, and a loss always raises TakeLostError here.
         got, hold = self._got, self._hold
         assert got is not None and hold is not None and got.marker is not None
         queue = self._queue
@@ -1402,7 +1402,7 @@ class QueueTake(Generic[T]):
         finally:
             self._got = None
         if hold.lost and (exc_type is None or suppress):
-            raise LockLostError(got.path, hold.reason)
+            raise TakeLostError(got.path, hold.reason)
         assert not suppress, "the scope is cancelled only by a loss"
 
 
