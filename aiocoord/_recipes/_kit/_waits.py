@@ -15,10 +15,10 @@ from collections.abc import Callable
 import anyio
 
 from ..._exceptions import ConnectionLossError, SessionExpiredError
-from ..._session import Client, retry_on_connection_loss
+from ..._session import Client, ConnectionState, retry_on_connection_loss
 from ..._types import EventType, Stat
 
-__all__ = ["Deadline", "Gone", "wait_change", "wait_gone"]
+__all__ = ["Deadline", "Gone", "Reconnects", "wait_change", "wait_gone"]
 
 
 class Deadline:
@@ -161,3 +161,49 @@ async def _look_and_wait(
         return None
     finally:
         watch.cancel()
+
+
+class Reconnects:
+    """Tells a watcher when to read again: on every reconnection that follows a
+    disconnection (SUSPENDED, or LOST and a new session).
+
+    The server does not replay what a watch missed while the client was away
+    (nor what happened while a new session's watch was not yet set), so a
+    recipe that mirrors the server's state reads it again then (CURATOR-311).
+    ``on_reconnected()`` is called once per such reconnection; ``on_lost()``,
+    if given, at once when the session is lost. Listens between
+    :meth:`listen` and :meth:`stop`.
+    """
+
+    __slots__ = ("_client", "_on_lost", "_on_reconnected", "interrupted")
+
+    def __init__(
+        self,
+        client: Client,
+        on_reconnected: Callable[[], object],
+        *,
+        on_lost: Callable[[], object] | None = None,
+    ) -> None:
+        self._client = client
+        self._on_reconnected = on_reconnected
+        self._on_lost = on_lost
+        self.interrupted = False
+        """A disconnection was seen, and no connection since."""
+
+    def listen(self) -> None:
+        """Start listening to the client's connection states (from a clean slate)."""
+        self.interrupted = False
+        self._client.add_listener(self._on_state)
+
+    def stop(self) -> None:
+        """Stop listening (idempotent)."""
+        self._client.remove_listener(self._on_state)
+
+    def _on_state(self, state: ConnectionState) -> None:
+        if state in (ConnectionState.SUSPENDED, ConnectionState.LOST):
+            self.interrupted = True
+            if state is ConnectionState.LOST and self._on_lost is not None:
+                self._on_lost()
+        elif state.is_connected and self.interrupted:
+            self.interrupted = False
+            self._on_reconnected()

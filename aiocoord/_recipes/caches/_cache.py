@@ -51,8 +51,9 @@ from ..._exceptions import (
     SessionMovedError,
     UnimplementedError,
 )
-from ..._session import Client, ConnectionState, PersistentWatch, check_client, run_cleanup
+from ..._session import Client, PersistentWatch, check_client, run_cleanup
 from ..._types import EventType, Stat, WatchEvent
+from .._kit._waits import Reconnects
 
 __all__ = [
     "CacheEvent",
@@ -533,7 +534,7 @@ class _Cache:
         self._stopped = False
         self._changed = asyncio.Event()
         # Set by the state listener, read by the cache's task.
-        self._interrupted = False
+        self._reconnects = Reconnects(client, self._on_reconnected, on_lost=self._on_lost)
         self._repair_due = False
         self._session_lost = False
         self._repairing = False
@@ -675,7 +676,7 @@ class _Cache:
             raise RuntimeError(f"{self._kind} {self._path!r} is {self._phase.value}")
         self._phase = _Phase.STARTING
         client = self._client
-        client.add_listener(self._on_state)
+        self._reconnects.listen()
         try:
             try:
                 self._watch = await client.retry(
@@ -705,7 +706,7 @@ class _Cache:
         if self._phase is _Phase.CLOSED:
             return
         self._phase = _Phase.CLOSED
-        self._client.remove_listener(self._on_state)
+        self._reconnects.stop()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -744,7 +745,7 @@ class _Cache:
         if failure is not None and self._failure is None:
             self._failure = failure
         self._stopped = True
-        self._client.remove_listener(self._on_state)
+        self._reconnects.stop()
         consumers, self._consumers = self._consumers, []
         for ref in consumers:
             consumer = ref()
@@ -755,19 +756,15 @@ class _Cache:
     def _fail(self, error: BaseException) -> None:
         self._finish(error)
 
-    def _on_state(self, state: ConnectionState) -> None:
-        if state is ConnectionState.SUSPENDED:
-            self._interrupted = True
-        elif state is ConnectionState.LOST:
-            self._interrupted = True
-            self._session_lost = True
-            self._wake()
-        elif state.is_connected and self._interrupted:
-            # The watch is back (re-armed, or added again after a new session),
-            # but what changed meanwhile was not reported: check the view.
-            self._interrupted = False
-            self._repair_due = True
-            self._wake()
+    def _on_lost(self) -> None:
+        self._session_lost = True
+        self._wake()
+
+    def _on_reconnected(self) -> None:
+        # The watch is back (re-armed, or added again after a new session),
+        # but what changed meanwhile was not reported: check the view.
+        self._repair_due = True
+        self._wake()
 
     def _wake(self) -> None:
         if self._wait_scope is not None:

@@ -23,9 +23,10 @@ from ..._exceptions import (
     NoNodeError,
     SessionExpiredError,
 )
-from ..._session import Broadcast, Client, ConnectionState, Subscription, Watch
+from ..._session import Broadcast, Client, Subscription, Watch
 from ..._types import ACL, Codec, Stat
 from .._kit._args import recipe_path
+from .._kit._waits import Reconnects
 
 __all__ = ["SharedCount", "VersionedValue"]
 
@@ -80,8 +81,7 @@ class SharedCount:
         self._changes: Broadcast[int] = Broadcast()
         self._watcher: asyncio.Task[None] | None = None
         self._starting = False
-        self._interrupted = False
-        """A disconnection was seen and no connection since."""
+        self._reconnects = Reconnects(client, self._on_reconnected)
         self._reconnected = asyncio.Event()
         """Set on each reconnection: the value must be read again and announced."""
         self._wait_scope: anyio.CancelScope | None = None
@@ -121,9 +121,8 @@ class SharedCount:
             raise RuntimeError("SharedCount already started")
         self._starting = True
         self._current = None
-        self._interrupted = False
         self._reconnected.clear()
-        self._client.add_listener(self._on_state)
+        self._reconnects.listen()
         watch: Watch | None = None
         try:
             seed = self._encode(self._seed)
@@ -145,14 +144,14 @@ class SharedCount:
         except BaseException:
             if watch is not None:
                 watch.cancel()
-            self._client.remove_listener(self._on_state)
+            self._reconnects.stop()
             raise
         finally:
             self._starting = False
 
     async def aclose(self) -> None:
         """Stop watching; iterators from :meth:`changes` end."""
-        self._client.remove_listener(self._on_state)
+        self._reconnects.stop()
         watcher, self._watcher = self._watcher, None
         if watcher is not None:
             watcher.cancel()
@@ -169,15 +168,11 @@ class SharedCount:
 
     # --- the watcher --------------------------------------------------------------
 
-    def _on_state(self, state: ConnectionState) -> None:
+    def _on_reconnected(self) -> None:
         """Ask the watcher for a fresh read after each reconnection (CURATOR-311)."""
-        if state in (ConnectionState.SUSPENDED, ConnectionState.LOST):
-            self._interrupted = True
-        elif state.is_connected and self._interrupted:
-            self._interrupted = False
-            self._reconnected.set()
-            if self._wait_scope is not None:
-                self._wait_scope.cancel()
+        self._reconnected.set()
+        if self._wait_scope is not None:
+            self._wait_scope.cancel()
 
     async def _read(self) -> tuple[tuple[bytes, Stat] | None, Watch]:
         """The node's (data, stat), or None if it is missing, and a watch on its next change."""

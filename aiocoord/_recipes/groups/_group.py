@@ -49,7 +49,7 @@ from ..._session import (
 )
 from ..._types import ACL, Stat, WatchEvent
 from .._kit._args import recipe_path
-from .._kit._waits import wait_gone
+from .._kit._waits import Reconnects, wait_gone
 
 __all__ = ["GroupMember"]
 
@@ -87,26 +87,19 @@ def _member_id(path: str, member_id: object) -> str:
 class _Observer:
     """One :meth:`GroupMember.changes` iterator: told to read again, and woken."""
 
-    __slots__ = ("interrupted", "reread", "scope")
+    __slots__ = ("reconnects", "reread", "scope")
 
-    def __init__(self) -> None:
-        self.interrupted = False
+    def __init__(self, client: Client) -> None:
         self.reread = False
         self.scope: anyio.CancelScope | None = None
+        # The server does not replay what a persistent watch missed while the
+        # client was away: read the group again after every reconnection.
+        self.reconnects = Reconnects(client, self.wake)
 
     def wake(self) -> None:
         self.reread = True
         if self.scope is not None:
             self.scope.cancel()
-
-    def on_state(self, state: ConnectionState) -> None:
-        # The server does not replay what a persistent watch missed while the
-        # client was away: read the group again after every reconnection.
-        if state in (ConnectionState.SUSPENDED, ConnectionState.LOST):
-            self.interrupted = True
-        elif state.is_connected and self.interrupted:
-            self.interrupted = False
-            self.wake()
 
 
 class GroupMember:
@@ -541,9 +534,9 @@ class GroupMember:
 
     async def _changes(self) -> AsyncGenerator[dict[str, bytes], None]:
         client = self._client
-        observer = _Observer()
+        observer = _Observer(client)
         self._observers.add(observer)
-        client.add_listener(observer.on_state)
+        observer.reconnects.listen()
         watch: PersistentWatch | None = None
         last: dict[str, bytes] | None = None
         try:
@@ -580,7 +573,7 @@ class GroupMember:
                         return
         finally:
             self._observers.discard(observer)
-            client.remove_listener(observer.on_state)
+            observer.reconnects.stop()
             if watch is not None:
                 await watch.aclose()
 
