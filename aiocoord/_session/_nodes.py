@@ -31,6 +31,7 @@ from .._exceptions import (
     ConnectionLossError,
     NoConnectionError,
     NoNodeError,
+    OutcomeUnknownError,
     SessionExpiredError,
 )
 from .._types import ACL, Stat
@@ -75,6 +76,8 @@ class Nodes(Protocol):
     def retry_policy(self) -> RetryPolicy: ...
     @property
     def session_timeout(self) -> float: ...
+    @property
+    def session_id(self) -> int: ...
     def pipeline(self) -> Pipeline: ...
     async def ensure_path(
         self, path: str, *, container: bool = False, acl: Sequence[ACL] | None = None
@@ -190,7 +193,16 @@ class OwnNode:
     siblings in the same round trip) and delete it, surviving lost replies.
 
     ``name`` follows the marker (``_c_<id>-<name>``), so sequence numbers and
-    Curator's name-based sorting work as for an unprotected node.
+    Curator's name-based sorting work as for an unprotected node. With
+    ``protected=False`` the node is named ``name`` alone, which must then be
+    unique by itself (a UUID, as Curator's double barrier names its nodes):
+    the name is its own marker.
+
+    ``on_outcome_unknown``: for a node whose mere existence may have had an
+    effect (a request others act on and delete). A create whose reply was lost,
+    whose node is not found once the session has changed, may have been made
+    and consumed in the old one: the create raises ``on_outcome_unknown()``
+    instead of making the node again.
     """
 
     def __init__(
@@ -202,12 +214,16 @@ class OwnNode:
         *,
         parents: Parents = "container",
         retry_if: Callable[[BaseException], bool] = _is_connection_loss,
+        protected: bool = True,
+        on_outcome_unknown: Callable[[], Exception] | None = None,
         **options: Unpack[CreateOptions],
     ) -> None:
         self._client = client
         self.parent = parent
-        self.marker = protected_marker()
-        self.target = f"{parent}/{self.marker}{name}" if parent != "/" else f"/{self.marker}{name}"
+        self.marker = protected_marker() if protected else name
+        node_name = f"{self.marker}{name}" if protected else name
+        self.target = f"{parent}/{node_name}" if parent != "/" else f"/{node_name}"
+        self._on_outcome_unknown = on_outcome_unknown
         self._data = data
         self._options = options
         self._parents = parents
@@ -233,12 +249,14 @@ class OwnNode:
         return await call_with_retry(
             self._client.retry_policy,
             lambda: self._attempt(list_children),
-            retry_if=self._retry_if,
+            # An unknown outcome is a connection loss too, but never one to retry.
+            retry_if=lambda e: not isinstance(e, OutcomeUnknownError) and self._retry_if(e),
         )
 
     async def _attempt(self, list_children: bool) -> list[str] | None:
         client = self._client
         while True:
+            session = client.session_id
             try:
                 pipeline = client.pipeline().create(self.target, self._data, **self._options)
                 if list_children:
@@ -267,6 +285,8 @@ class OwnNode:
                     client, lambda: find_protected(client, self.parent, self.marker)
                 )
                 if found is None:
+                    if self._on_outcome_unknown is not None and client.session_id != session:
+                        raise self._on_outcome_unknown() from created
                     raise created
                 self.path, self.stat = found
                 return None

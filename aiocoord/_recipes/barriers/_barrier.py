@@ -45,7 +45,14 @@ from ..._exceptions import (
     OperationTimeoutError,
     SessionExpiredError,
 )
-from ..._session import Client, Watch, delete_quietly, retry_on_connection_loss, run_cleanup
+from ..._session import (
+    Client,
+    OwnNode,
+    Watch,
+    delete_quietly,
+    retry_on_connection_loss,
+    run_cleanup,
+)
 from ..._types import ACL, EventType, Stat
 from .._kit._args import default_node_data, recipe_path
 from .._kit._waits import Deadline, wait_gone
@@ -379,23 +386,6 @@ class DoubleBarrier:
         if me not in names:
             raise BarrierBrokenError(self.path, f"our node {me!r} was deleted by someone else")
 
-    async def _create(self, node: str) -> Stat:
-        client = self._client
-        try:
-            _path, stat = await client.create_with_stat(
-                node, self._data, ephemeral=True, container_parents=True, acl=self._acl
-            )
-            return stat
-        except NodeExistsError:
-            # A retried create whose first attempt went through: ours if our
-            # session owns it (the name is a fresh UUID).
-            found = await client.exists(node)
-            if found is None or found.ephemeral_owner != client.session_id:
-                raise BarrierBrokenError(
-                    self.path, "the session was lost while creating our node"
-                ) from None
-            return found
-
     async def _list(self) -> list[str]:
         client = self._client
         try:
@@ -407,27 +397,18 @@ class DoubleBarrier:
         """Create our node and list the barrier in one round trip: the listing
         follows the create, so it shows our node and every one made before it.
         The listing is None if it could not be had that way."""
-        client = self._client
-        for _attempt in range(2):  # the second after making missing parents
-            try:
-                created, listed = await (
-                    client.pipeline()
-                    .create(node, self._data, ephemeral=True, acl=self._acl)
-                    .children(self.path)
-                    .execute()
-                )
-            except ConnectionLossError:
-                break
-            if isinstance(created, NoNodeError):
-                await retry_on_connection_loss(
-                    client, lambda: client.ensure_path(self.path, container=True, acl=self._acl)
-                )
-                continue
-            if isinstance(created, Exception):
-                break  # a lost reply or a retried create: the careful way below
-            _path, stat = created
-            return stat, None if isinstance(listed, Exception) else listed[0]
-        return await retry_on_connection_loss(client, lambda: self._create(node)), None
+        own = OwnNode(
+            self._client,
+            self.path,
+            _paths.basename(node),  # a fresh UUID: its own marker
+            self._data,
+            protected=False,
+            ephemeral=True,
+            acl=self._acl,
+        )
+        names = await own.create(list_children=True)
+        assert own.stat is not None
+        return own.stat, names
 
     async def _look(self, node: str, names: list[str] | None = None) -> tuple[bool, Watch | None]:
         """One look at the barrier: (passed, the watch on ``ready`` to wait on if not).

@@ -55,8 +55,7 @@ from ..._exceptions import (
 from ..._session import (
     PROTECTED_PREFIX,
     Client,
-    find_protected,
-    protected_marker,
+    OwnNode,
     retry_on_connection_loss,
 )
 from ..._types import ACL, Codec, Stat
@@ -437,56 +436,28 @@ class Combiner:
         deletes them, so no state needs reading to tell who is ahead.
         """
         client = self._client
-        marker = protected_marker()
-        target = f"{self._queue}/{marker}{name}"
-        while True:
-            session = client.session_id
-            try:
-                created, names = await (
-                    client.pipeline()
-                    .create(target, payload, ephemeral=True, sequential=True, acl=self._acl)
-                    .children(self._queue)
-                    .execute()
-                )
-            except NoConnectionError:
-                raise
-            except (ConnectionLossError, SessionExpiredError) as error:
-                created = names = error
-            if isinstance(created, NoNodeError):
-                await self._make_queue()
-                continue
-            if isinstance(created, ConnectionLossError | SessionExpiredError):
-                if isinstance(created, ConnectionLossError) and not created.sent:
-                    continue  # never left: the next request waits for a connection
-                found = await retry_on_connection_loss(
-                    client, functools.partial(find_protected, client, self._queue, marker)
-                )
-                if found is None and client.session_id != session:
-                    # Made (and maybe applied) in a session that is gone, or never made.
-                    raise OutcomeUnknownError(self._path) from created
-                if found is None:
-                    continue
-                node = found[0]
-                names = created  # list them again below
-            elif isinstance(created, Exception):
-                raise created
-            else:
-                node = created[0]
-            if isinstance(names, Exception):
-                listed = await retry_on_connection_loss(
-                    client, functools.partial(client.children, self._queue)
-                )
-            else:
-                listed = names[0]
-            seq = _sequence(_paths.basename(node))
-            ahead = sorted((s, n) for n in listed if 0 <= (s := _sequence(n)) < seq)
-            return node, seq, ahead
-
-    async def _make_queue(self) -> None:
-        client = self._client
-        await retry_on_connection_loss(
-            client, functools.partial(client.ensure_path, self._queue, acl=self._acl)
+        own = OwnNode(
+            client,
+            self._queue,
+            name,
+            payload,
+            parents="plain",
+            # Made (and maybe applied) in a session that is gone, or never made.
+            on_outcome_unknown=lambda: OutcomeUnknownError(self._path),
+            ephemeral=True,
+            sequential=True,
+            acl=self._acl,
         )
+        listed = await own.create(list_children=True)
+        assert own.path is not None
+        node = own.path
+        if listed is None:
+            listed = await retry_on_connection_loss(
+                client, functools.partial(client.children, self._queue)
+            )
+        seq = _sequence(_paths.basename(node))
+        ahead = sorted((s, n) for n in listed if 0 <= (s := _sequence(n)) < seq)
+        return node, seq, ahead
 
     async def _read_state(self) -> _State:
         data, stat = await self._client.get(self._queue)
