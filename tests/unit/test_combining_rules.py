@@ -7,16 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aiocoord import CorruptValueError
+from aiocoord._recipes.counters._arith import Denied, Entry, grant_all
 from aiocoord._recipes.counters._combining import (
     RESULTS_KEPT,
-    Denied,
-    Entry,
     _Batch,
     _decode_request,
     _parse,
     _request_name,
     _State,
-    grant_all,
 )
 from aiocoord._session import protected_marker
 from aiocoord._types import Stat

@@ -1,12 +1,12 @@
 """Counters: atomic values (optimistic compare-and-set, falling back to a lock),
 shared counts and sharded bounded counters."""
 
+from ._adds import AtomicFailure as AtomicFailure
+from ._adds import AtomicStats as AtomicStats
+from ._adds import AtomicValue as AtomicValue
 from ._counter import AtomicBytes as AtomicBytes
-from ._counter import AtomicFailure as AtomicFailure
 from ._counter import AtomicInt as AtomicInt
 from ._counter import AtomicLong as AtomicLong
-from ._counter import AtomicStats as AtomicStats
-from ._counter import AtomicValue as AtomicValue
 from ._counter import Bounds as Bounds
 from ._counter import PromotedToLock as PromotedToLock
 from ._escrow import CounterShard as CounterShard

@@ -33,12 +33,10 @@ Curator's DistributedAtomicLong never reads.
 from __future__ import annotations
 
 import contextlib
-import enum
 import functools
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from ... import _paths
 from ..._exceptions import (
@@ -46,7 +44,6 @@ from ..._exceptions import (
     ClientClosedError,
     ConnectionLossError,
     CorruptValueError,
-    CounterOverflowError,
     NoConnectionError,
     NoNodeError,
     OutcomeUnknownError,
@@ -60,6 +57,7 @@ from ..._session import (
 )
 from ..._types import ACL, Codec, Stat
 from .._kit._waits import wait_change
+from ._arith import Entry, grant_all
 
 QUEUE_NAME = "combining"
 """The child of a counter node under which contended adds queue."""
@@ -74,55 +72,6 @@ _DIGITS = 10
 _MAX_REQUESTS = 100_000
 """More requests than one transaction can carry (its deletes alone would pass
 ZooKeeper's 1 MB request limit): a state claiming more is garbage."""
-
-Entry = tuple[int, int | None, int | None]
-"""One add: (delta, lower bound or None, upper bound or None)."""
-
-
-class Denied(enum.Enum):
-    """Why an add in a batch gets nothing from the batch's write."""
-
-    BOUND = enum.auto()
-    OVERFLOW = enum.auto()
-
-
-Grant = tuple[int, int] | Denied
-"""(pre, post) of an add that applies, or why it does not."""
-
-
-def bounded(
-    value: int, delta: int, lower: int | None, upper: int | None, codec: Codec[int] = Codec.LONG
-) -> tuple[int, int] | Literal[Denied.BOUND]:
-    """(pre, post) if ``value + delta`` stays in bounds, else ``Denied.BOUND``; raises
-    CounterOverflowError if the result does not fit ``codec``'s width."""
-    new = value + delta
-    if (lower is not None and new < lower) or (upper is not None and new > upper):
-        return Denied.BOUND
-    try:
-        codec.encode(new)
-    except OverflowError as error:
-        raise CounterOverflowError(str(error)) from None
-    return value, new
-
-
-def grant_all(value: int, entries: Sequence[Entry]) -> tuple[list[Grant], int]:
-    """Each add's fate when ``entries`` apply in order from ``value``, and the end value.
-
-    Pure and deterministic: the combiner that writes a batch and each
-    requester reading its result compute the same grants.
-    """
-    grants: list[Grant] = []
-    current = value
-    for delta, lower, upper in entries:
-        granted: Grant
-        try:
-            granted = bounded(current, delta, lower, upper)
-        except CounterOverflowError:
-            granted = Denied.OVERFLOW
-        grants.append(granted)
-        if isinstance(granted, tuple):
-            current = granted[1]
-    return grants, current
 
 
 @dataclass(frozen=True)

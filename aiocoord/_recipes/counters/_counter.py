@@ -23,9 +23,6 @@ batches, not retries, and nobody is starved.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import enum
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -51,15 +48,14 @@ from ..._session import Client, ExponentialBackoff, RetryNTimes, RetryPolicy
 from ..._types import ACL, Codec, Stat
 from .._kit._args import recipe_path
 from ..locks._mutex import Mutex
-from ._combining import Combiner, Denied, Entry, Grant, bounded, combining_queue, grant_all
+from ._adds import AddQueue, AddRequest, AtomicFailure, AtomicStats, AtomicValue
+from ._arith import Denied, Entry, Grant, bounded, grant_all
+from ._combining import Combiner, combining_queue
 
 __all__ = [
     "AtomicBytes",
-    "AtomicFailure",
     "AtomicInt",
     "AtomicLong",
-    "AtomicStats",
-    "AtomicValue",
     "Bounds",
     "PromotedToLock",
 ]
@@ -77,56 +73,8 @@ remembered version is current, chain several increments at one round trip
 each. About 2.5 times the increments per second, and none given up.
 """
 
-MAX_BATCH = 1000
-
 PROBE_EVERY = 4
 """A combining counter's direct writes look at its queue once in this many."""
-
-
-class AtomicFailure(enum.StrEnum):
-    """Why an atomic operation applied nothing (:attr:`AtomicValue.reason`).
-
-    Each member equals its lower-case name as a string: ``reason == "bound"`` holds.
-    """
-
-    CONTENTION = "contention"
-    """The retries ran out: other writers kept changing the value first."""
-    BOUND = "bound"
-    """A bounded change would have left its range."""
-    MISMATCH = "mismatch"
-    """Compare-and-set found another value, or no node."""
-
-
-@dataclass
-class AtomicStats:
-    """How a call got its result."""
-
-    optimistic_tries: int = 0
-    promoted_tries: int = 0
-    optimistic_time: float = 0.0
-    """Seconds spent in compare-and-set attempts without the lock."""
-    promoted_time: float = 0.0
-    """Seconds spent with the promotion lock (waiting for it included)."""
-    batch_size: int = 1
-    """How many calls the write that served this one carried (coalescing and combining)."""
-    queued_time: float = 0.0
-    """Seconds spent in the counter's cross-process combining queue."""
-
-
-@dataclass(frozen=True)
-class AtomicValue(Generic[T]):
-    """The result of an atomic operation.
-
-    When ``succeeded`` is False nothing was applied, ``reason`` says why
-    (contention, a bound or a mismatch: see :class:`AtomicFailure`), and
-    ``pre_value`` is the value the decision was based on.
-    """
-
-    succeeded: bool
-    pre_value: T
-    post_value: T
-    stats: AtomicStats = field(default_factory=AtomicStats)
-    reason: AtomicFailure | None = None
 
 
 @dataclass(frozen=True)
@@ -388,68 +336,7 @@ def _result(outcome: _Attempt[T], stats: AtomicStats) -> AtomicValue[T]:
 # --- coalescing ---------------------------------------------------------------------
 
 
-@dataclass
-class _AddRequest:
-    delta: int
-    lower: int | None
-    upper: int | None
-    future: asyncio.Future[AtomicValue[int]]
-
-
-class _AddQueue:
-    """Queues concurrent adds on one counter; one background drainer hands them
-    to :meth:`_apply` a batch (at most MAX_BATCH) at a time, in arrival order.
-
-    ``_apply`` settles every request's future; if it raises, the requests it
-    left unsettled get the error.
-    """
-
-    def __init__(self, client: Client, name: str) -> None:
-        self._client = client
-        self._name = name
-        self._queue: list[_AddRequest] = []
-        self._drainer: asyncio.Task[None] | None = None
-
-    async def _apply(self, batch: list[_AddRequest]) -> None:
-        raise NotImplementedError
-
-    async def add(self, delta: int, lower: int | None, upper: int | None) -> AtomicValue[int]:
-        future: asyncio.Future[AtomicValue[int]] = asyncio.get_running_loop().create_future()
-        request = _AddRequest(delta, lower, upper, future)
-        self._queue.append(request)
-        if self._drainer is None:
-            self._drainer = self._client.start_background(self._drain(), name=self._name)
-        try:
-            return await future
-        except asyncio.CancelledError:
-            # Not yet taken into a write: withdraw it. Already in one: the write
-            # goes ahead for the others, and this caller simply stops waiting.
-            with contextlib.suppress(ValueError):
-                self._queue.remove(request)
-            raise
-
-    async def _drain(self) -> None:
-        try:
-            while self._queue:
-                batch = self._queue[:MAX_BATCH]
-                del self._queue[:MAX_BATCH]
-                batch = [r for r in batch if not r.future.done()]
-                if not batch:
-                    continue
-                try:
-                    await self._apply(batch)
-                except BaseException as error:
-                    for request in batch:
-                        if not request.future.done():
-                            request.future.set_exception(error)
-                            request.future.exception()
-                    if not isinstance(error, Exception):
-                        raise
-        finally:
-            self._drainer = None
-
-
-class _Batcher(_AddQueue):
+class _Batcher(AddQueue):
     """Applies each batch of adds on one counter node in one write.
 
     With a combiner, a batch whose compare-and-set lost goes to the
@@ -471,7 +358,7 @@ class _Batcher(_AddQueue):
         self._combiner = combiner
         self._queued = False
 
-    async def _apply(self, batch: list[_AddRequest]) -> None:
+    async def apply(self, batch: list[AddRequest]) -> None:
         entries: list[Entry] = [(r.delta, r.lower, r.upper) for r in batch]
         grants: list[Grant] = []
         combiner = self._combiner
@@ -505,7 +392,7 @@ class _Batcher(_AddQueue):
         self._settle(batch, grants, stats, combined.pre)
 
     def _settle(
-        self, batch: list[_AddRequest], grants: list[Grant] | None, stats: AtomicStats, pre: int
+        self, batch: list[AddRequest], grants: list[Grant] | None, stats: AtomicStats, pre: int
     ) -> None:
         """Give each caller its result; ``grants`` None: the retries ran out (contention)."""
         for i, request in enumerate(batch):

@@ -81,7 +81,7 @@ from ..._exceptions import (
 from ..._session import Client, ExponentialBackoff, RetryPolicy, Transaction
 from ..._types import ACL, Stat
 from .._kit._args import recipe_path
-from ._counter import AtomicFailure, AtomicStats, AtomicValue, _AddQueue, _AddRequest
+from ._adds import AddQueue, AddRequest, AtomicFailure, AtomicStats, AtomicValue
 
 __all__ = [
     "CONFIG_MAGIC",
@@ -269,7 +269,7 @@ class _Reading(NamedTuple):
     """Every shard's value held at one instant within the read (see the module docstring)."""
 
 
-def _settle(request: _AddRequest, result: AtomicValue[int]) -> None:
+def _settle(request: AddRequest, result: AtomicValue[int]) -> None:
     """Hand a request its result, unless its caller stopped waiting (cancelled)."""
     if not request.future.done():
         request.future.set_result(result)
@@ -278,7 +278,7 @@ def _settle(request: _AddRequest, result: AtomicValue[int]) -> None:
 class _Lost(Exception):
     """A write's reply was lost: it may or may not have been applied."""
 
-    def __init__(self, path: str, requests: Sequence[_AddRequest]) -> None:
+    def __init__(self, path: str, requests: Sequence[AddRequest]) -> None:
         super().__init__(path)
         self.path = path
         self.requests = requests
@@ -288,7 +288,7 @@ W = TypeVar("W")
 
 
 async def _unless_conflict(
-    write: Callable[[], Awaitable[W]], path: str, requests: Sequence[_AddRequest]
+    write: Callable[[], Awaitable[W]], path: str, requests: Sequence[AddRequest]
 ) -> W | None:
     """``write()``'s result, or None if nothing was applied (a conflict, or a
     request that never left); _Lost if its reply was lost after it was sent."""
@@ -307,7 +307,7 @@ async def _unless_conflict(
 # --- the engine: one per counter and client --------------------------------------------
 
 
-class _Escrow(_AddQueue):
+class _Escrow(AddQueue):
     """Applies adds to one sharded counter for one client; remembers the shards
     it last saw and the shard this process writes (its home)."""
 
@@ -342,7 +342,7 @@ class _Escrow(_AddQueue):
         created = False
         while True:
             try:
-                data, _stat = await self._client.get(self.path)
+                data, _stat = await self.client.get(self.path)
             except NoNodeError:
                 created = await self._create() or created
                 continue
@@ -356,7 +356,7 @@ class _Escrow(_AddQueue):
 
     async def _create(self) -> bool:
         config = self.config
-        transaction = self._client.transaction().create(self.path, self.config_data, acl=self.acl)
+        transaction = self.client.transaction().create(self.path, self.config_data, acl=self.acl)
         shards = initial_shards(config.shards, config.lower, config.upper, config.initial)
         for path, (count, quota) in zip(self.paths, shards, strict=True):
             transaction.create(path, _SHARD.pack(count, quota), acl=self.acl)
@@ -368,7 +368,7 @@ class _Escrow(_AddQueue):
             parent = _paths.parent(self.path)
             if parent == "/":
                 raise  # the client's namespace itself is gone: nothing to make it under
-            await self._client.ensure_path(parent, acl=self.acl)
+            await self.client.ensure_path(parent, acl=self.acl)
             return False
         except NoConnectionError:
             raise
@@ -397,7 +397,7 @@ class _Escrow(_AddQueue):
         self._known = [None] * self.config.shards
         while True:
             try:
-                root = await self._client.exists(self.path)
+                root = await self.client.exists(self.path)
             except NoConnectionError:
                 raise
             except (ConnectionLossError, SessionExpiredError):
@@ -413,7 +413,7 @@ class _Escrow(_AddQueue):
         path = self.paths[shard]
         while True:
             try:
-                data, stat = await self._client.get(path)
+                data, stat = await self.client.get(path)
             except NoNodeError:
                 await self._missing(path)
                 continue
@@ -432,7 +432,7 @@ class _Escrow(_AddQueue):
     async def read_all(self) -> _Reading:
         """Every shard in one round trip, behind a write that stamps the read with a zxid."""
         while True:
-            pipeline = self._client.pipeline().set(self.path, self.config_data)
+            pipeline = self.client.pipeline().set(self.path, self.config_data)
             for path in self.paths:
                 pipeline.get(path)
             stamp, *reads = await pipeline.execute()
@@ -477,21 +477,21 @@ class _Escrow(_AddQueue):
     # --- writing
 
     async def _set_one(
-        self, shard: int, seen: _Seen, count: int, batch: Sequence[_AddRequest]
+        self, shard: int, seen: _Seen, count: int, batch: Sequence[AddRequest]
     ) -> Stat | None:
         """Set one shard's count at the version seen; None on a conflict (nothing applied)."""
         path = self.paths[shard]
         self._known[shard] = None
         data = _SHARD.pack(count, seen.quota)
         stat = await _unless_conflict(
-            lambda: self._client.set(path, data, version=seen.version), path, batch
+            lambda: self.client.set(path, data, version=seen.version), path, batch
         )
         if stat is not None:
             self._known[shard] = _Seen(count, seen.quota, stat.version, stat.mzxid)
         return stat
 
     async def _commit(
-        self, transaction: Transaction, path: str, granted: Sequence[_AddRequest]
+        self, transaction: Transaction, path: str, granted: Sequence[AddRequest]
     ) -> list[str | Stat | None] | None:
         """Commit: the results, or None on a conflict (nothing applied)."""
         return await _unless_conflict(transaction.commit, path, granted)
@@ -501,7 +501,7 @@ class _Escrow(_AddQueue):
     def home(self) -> int:
         """The shard this process writes: picked from the session id, moved by conflicts."""
         if self._home is None:
-            seed = f"{self._client.session_id}:{self.path}"
+            seed = f"{self.client.session_id}:{self.path}"
             self._home = random.Random(seed).randrange(self.config.shards)
         return self._home
 
@@ -517,10 +517,10 @@ class _Escrow(_AddQueue):
         process then spread over the shards instead of queueing on one)."""
         future: asyncio.Future[AtomicValue[int]] = asyncio.get_running_loop().create_future()
         start = self._random.randrange(self.config.shards)
-        await self._apply([_AddRequest(delta, None, None, future)], start)
+        await self.apply([AddRequest(delta, None, None, future)], start)
         return future.result()
 
-    async def _apply(self, batch: list[_AddRequest], shard: int | None = None) -> None:
+    async def apply(self, batch: list[AddRequest], shard: int | None = None) -> None:
         """Settle every request of ``batch``: applied, refused or given up.
 
         ``shard``: where to start (None: the home shard, which then follows
@@ -572,7 +572,7 @@ class _Escrow(_AddQueue):
                 await anyio.sleep(pause)
 
     async def _local(
-        self, shard: int, pending: list[_AddRequest], stats: AtomicStats, started: float
+        self, shard: int, pending: list[AddRequest], stats: AtomicStats, started: float
     ) -> bool | None:
         """All of ``pending`` on one shard with one write: True when applied, False on a
         conflict, None if the shard (as last seen) has not the room."""
@@ -593,7 +593,7 @@ class _Escrow(_AddQueue):
         return True
 
     async def _global(
-        self, home: int, pending: list[_AddRequest], stats: AtomicStats, started: float
+        self, home: int, pending: list[AddRequest], stats: AtomicStats, started: float
     ) -> bool:
         """Decide ``pending`` on a view of every shard: grant what the total allows
         (moving room to ``home`` if it lacks it), refuse the rest. False on a conflict."""
@@ -611,7 +611,7 @@ class _Escrow(_AddQueue):
             # Only an inconsistent view (room moving while it was read) can show
             # the shards short of what the total allows: look again.
             return False
-        transaction = self._client.transaction()
+        transaction = self.client.transaction()
         if granted:
             at = shards[home]
             count = at.count + sum(m.count for m in moves)
