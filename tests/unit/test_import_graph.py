@@ -183,3 +183,130 @@ def test_no_module_reads_another_modules_private_attributes() -> None:
             ):
                 offenders.append(f"{name}: .{node.attr}")
     assert offenders == []
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    """``from .x import _name`` only for a submodule; a name another module
+    needs gets a name without the underscore (and a place both can use)."""
+    offenders = []
+    for name, path in MODULES.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if not target.startswith("aiocoord"):
+                continue
+            for alias in node.names:
+                if _is_private(alias.name) and f"{target}.{alias.name}" not in MODULES:
+                    offenders.append(f"{name}: {alias.name} from {target}")
+    assert offenders == []
+
+
+class _ClassInfo:
+    """A class as this test reads it: its bases and the private members it declares."""
+
+    def __init__(self, module: str, node: ast.ClassDef, imported: dict[str, str]) -> None:
+        self.module = module
+        self.name = node.name
+        self.bases: list[tuple[str, str]] = []
+        """(module, class name) of each base this module names."""
+        for base in node.bases:
+            if isinstance(base, ast.Subscript):
+                base = base.value
+            if isinstance(base, ast.Name):
+                self.bases.append((imported.get(base.id, module), base.id))
+        self.is_protocol = any(name == "Protocol" for _, name in self.bases)
+        self.declared: set[str] = set()
+        """Private members: methods, class attributes, and ``self._x`` it assigns."""
+        self.used: set[str] = set()
+        """Private members it reads or writes on ``self``."""
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                self.declared.add(item.name)
+            elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                self.declared.add(item.target.id)
+            elif isinstance(item, ast.Assign):
+                self.declared.update(t.id for t in item.targets if isinstance(t, ast.Name))
+        for sub in ast.walk(node):
+            if (
+                isinstance(sub, ast.Attribute)
+                and isinstance(sub.value, ast.Name)
+                and sub.value.id == "self"
+            ):
+                self.used.add(sub.attr)
+                if isinstance(sub.ctx, ast.Store):
+                    self.declared.add(sub.attr)
+        self.declared = {n for n in self.declared if _is_private(n)}
+        self.used = {n for n in self.used if _is_private(n)}
+
+
+def _classes() -> list[_ClassInfo]:
+    found = []
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        imported: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    base = base[: len(base) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                for alias in node.names:
+                    imported[alias.asname or alias.name] = target
+        found.extend(
+            _ClassInfo(name, node, imported)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ClassDef)
+        )
+    return found
+
+
+CLASSES = _classes()
+
+
+def test_the_class_scan_sees_private_members() -> None:
+    (contender,) = [c for c in CLASSES if c.name == "Contender"]
+    assert {"_wait_turn", "_client"} <= contender.declared
+
+
+def test_no_protocol_names_another_modules_private_members() -> None:
+    """A Protocol is matched by shape: one that declares ``_name`` lets its module
+    call a private member of whatever class in another module fits it."""
+    offenders = []
+    for protocol in (c for c in CLASSES if c.is_protocol):
+        for other in CLASSES:
+            shared = protocol.declared & other.declared
+            if other.module != protocol.module and not other.is_protocol and shared:
+                offenders.append(
+                    f"{protocol.module}.{protocol.name}: {sorted(shared)} of {other.name}"
+                )
+    assert offenders == []
+
+
+def test_no_class_reaches_the_private_members_of_a_base_in_another_module() -> None:
+    """Overriding or using an inherited ``_name`` across modules is reading another
+    module's private members: the base offers such members without the underscore."""
+    by_name = {(c.module, c.name): c for c in CLASSES}
+    offenders = []
+    for cls in CLASSES:
+        for key in cls.bases:
+            base = by_name.get(key)
+            if base is None or base.module == cls.module:
+                continue
+            shared = base.declared & (cls.declared | cls.used)
+            if shared:
+                offenders.append(f"{cls.module}.{cls.name}: {sorted(shared)} of {base.name}")
+    assert offenders == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import anyio
@@ -174,8 +175,6 @@ class _Holdable(Protocol):
 
     async def release(self) -> None: ...
 
-    def _hold_of_caller(self) -> Hold | None: ...
-
 
 class HoldContext:
     """``async with lock.hold(...)``: acquire, run the body, release; report loss.
@@ -185,8 +184,17 @@ class HoldContext:
     :class:`LockLostError`, so the holder always learns of it.
     """
 
-    def __init__(self, lock: _Holdable, *, cancel_on_loss: bool, timeout: float | None) -> None:
+    def __init__(
+        self,
+        lock: _Holdable,
+        hold_of_caller: Callable[[], Hold | None],
+        *,
+        cancel_on_loss: bool,
+        timeout: float | None,
+    ) -> None:
         self._lock = lock
+        self._hold_of_caller = hold_of_caller
+        """The calling task's hold of ``lock``, once acquired."""
         self._cancel_on_loss = cancel_on_loss
         self._timeout = check_timeout(timeout, path=lock.path)
         self._scope: anyio.CancelScope | None = None
@@ -203,7 +211,7 @@ class HoldContext:
             raise OperationTimeoutError(
                 f"could not acquire {self._lock.path!r} in {self._timeout} s"
             )
-        hold = self._lock._hold_of_caller()
+        hold = self._hold_of_caller()
         assert hold is not None
         self._hold = hold
         if self._cancel_on_loss:

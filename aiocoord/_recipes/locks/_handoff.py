@@ -19,7 +19,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
@@ -28,7 +30,7 @@ from ..._session import Client, run_cleanup
 from .._kit._contenders import Contender
 from .._kit._holding import LossMonitor
 
-__all__ = ["GRANT_BITS", "MAX_LOCAL_GRANTS", "LocalQueue", "fencing_token"]
+__all__ = ["GRANT_BITS", "MAX_LOCAL_GRANTS", "LocalQueue", "LockOwner", "fencing_token"]
 
 GRANT_BITS = 16
 """Low bits of a Mutex fencing token that number the grants on one node."""
@@ -41,18 +43,21 @@ def fencing_token(czxid: int, grant: int) -> int:
     return (czxid << GRANT_BITS) | grant
 
 
-class _Owner(Protocol):
-    """What the local queue needs from its Mutex."""
+@dataclass(frozen=True, slots=True)
+class LockOwner:
+    """What the local queue needs from its Mutex: where it is, its loss
+    monitor, and three of its steps (bound methods), so that neither side
+    reaches into the other's private members."""
 
-    _client: Client
-    _monitor: LossMonitor
+    client: Client
     path: str
-
-    def _new_contender(self) -> Contender: ...
-
-    def _grant(self, task: asyncio.Task[Any], contender: Contender, grant: int) -> None: ...
-
-    async def _release_task(self, task: asyncio.Task[Any]) -> None: ...
+    monitor: LossMonitor
+    new_contender: Callable[[], Contender]
+    """A fresh contender for the Mutex's queue."""
+    grant: Callable[[asyncio.Task[Any], Contender, int], None]
+    """Make ``task`` the holder, by grant number ``grant`` on ``contender``'s node."""
+    release_task: Callable[[asyncio.Task[Any]], Awaitable[None]]
+    """Release what ``task`` holds (passing the lock on)."""
 
 
 def _granted(future: asyncio.Future[None]) -> bool:
@@ -77,7 +82,7 @@ class LocalQueue:
     from the state of the moment.
     """
 
-    def __init__(self, owner: _Owner, bound: int) -> None:
+    def __init__(self, owner: LockOwner, bound: int) -> None:
         self._owner = owner
         self._bound = bound
         self._waiters: collections.deque[_Waiter] = collections.deque()
@@ -112,7 +117,7 @@ class LocalQueue:
         except BaseException:
             if _granted(waiter.future):
                 # Granted in the moment it was cancelled: pass the lock on.
-                await run_cleanup(self._owner._client, lambda: self._owner._release_task(task))
+                await run_cleanup(self._owner.client, lambda: self._owner.release_task(task))
             else:
                 self._leave(waiter)
             raise
@@ -124,7 +129,7 @@ class LocalQueue:
     async def _acquire_node(self, task: asyncio.Task[Any], timeout: float | None) -> bool:
         """No node of ours exists: queue one, in the foreground, with the caller's timeout."""
         self._busy = True
-        contender = self._owner._new_contender()
+        contender = self._owner.new_contender()
         try:
             held = await contender.acquire(timeout)
         except BaseException:
@@ -135,7 +140,7 @@ class LocalQueue:
             return False
         self._carrier, self._grants = contender, 1
         try:
-            self._owner._grant(task, contender, 0)
+            self._owner.grant(task, contender, 0)
         except BaseException:  # an error policy that raised: nobody holds our node
             await self._give_up()
             raise
@@ -161,7 +166,7 @@ class LocalQueue:
         if not self._busy:
             return
         try:
-            self._fetcher = self._owner._client.start_background(
+            self._fetcher = self._owner.client.start_background(
                 self._fetch(), name=f"aiocoord-local-queue {self._owner.path}"
             )
         except RuntimeError:  # the client is closing
@@ -177,7 +182,7 @@ class LocalQueue:
     async def _fetch(self) -> None:
         """Queue a node for the tasks waiting here and grant it to the first of them."""
         me = asyncio.current_task()
-        contender = self._owner._new_contender()
+        contender = self._owner.new_contender()
         try:
             await contender.acquire()
         except asyncio.CancelledError:
@@ -199,7 +204,7 @@ class LocalQueue:
         """Whether our held node may still be granted: same session, and a state
         the error policy does not call a loss."""
         carrier = self._carrier
-        return carrier is not None and self._owner._monitor.still_holds(carrier.session_id)
+        return carrier is not None and self._owner.monitor.still_holds(carrier.session_id)
 
     def _grant_next(self) -> bool:
         """Grant the lock to the first task still waiting here; False if none may have it."""
@@ -212,7 +217,7 @@ class LocalQueue:
                 continue  # gave up
             grant, self._grants = self._grants, self._grants + 1
             try:
-                self._owner._grant(waiter.task, carrier, grant)
+                self._owner.grant(waiter.task, carrier, grant)
             except BaseException as error:  # an error policy that raised
                 waiter.future.set_exception(error)
                 continue
@@ -235,4 +240,4 @@ class LocalQueue:
         carrier = self._carrier
         self._node_gone()  # the tasks still waiting here queue anew, at the back
         if carrier is not None:
-            await run_cleanup(self._owner._client, carrier.release, must_finish=True)
+            await run_cleanup(self._owner.client, carrier.release, must_finish=True)

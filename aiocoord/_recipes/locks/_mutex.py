@@ -52,7 +52,7 @@ from .._kit._holding import (
     current_task,
     not_owner,
 )
-from ._handoff import MAX_LOCAL_GRANTS, LocalQueue, fencing_token
+from ._handoff import MAX_LOCAL_GRANTS, LocalQueue, LockOwner, fencing_token
 
 __all__ = [
     "Mutex",
@@ -191,7 +191,21 @@ class Mutex:
         self._monitor = LossMonitor(client, error_policy or client.error_policy, f"lock {path!r}")
         self._holds: dict[asyncio.Task[Any], _LockHold] = {}
         self._mutex_rule = mutex_rule(1, self._lock_names)
-        self._local = LocalQueue(self, bound) if bound else None
+        self._local = (
+            LocalQueue(
+                LockOwner(
+                    client,
+                    path,
+                    self._monitor,
+                    self._new_contender,
+                    self._grant,
+                    self._release_task,
+                ),
+                bound,
+            )
+            if bound
+            else None
+        )
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.path!r} held={self.is_held}>"
@@ -372,7 +386,9 @@ class Mutex:
         Raises OperationTimeoutError if ``timeout`` passes before the lock is had,
         and LockLostError on leaving the block after a loss.
         """
-        return HoldContext(self, cancel_on_loss=cancel_on_loss, timeout=timeout)
+        return HoldContext(
+            self, self._hold_of_caller, cancel_on_loss=cancel_on_loss, timeout=timeout
+        )
 
     # --- local state ------------------------------------------------------------------
 

@@ -362,7 +362,9 @@ class SemaphoreMutex:
     def hold(self, *, cancel_on_loss: bool = True, timeout: float | None = None) -> HoldContext:
         """``async with lock.hold():`` run a block that is cancelled if the lock is lost
         (as :meth:`Mutex.hold`)."""
-        return HoldContext(self, cancel_on_loss=cancel_on_loss, timeout=timeout)
+        return HoldContext(
+            self, self._hold_of_caller, cancel_on_loss=cancel_on_loss, timeout=timeout
+        )
 
     async def __aenter__(self) -> SemaphoreMutex:
         await self.acquire()
