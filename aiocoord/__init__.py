@@ -81,7 +81,6 @@ from ._recipes.leaders import Candidate as Candidate
 from ._recipes.leaders import LeaderElection as LeaderElection
 from ._recipes.leaders import LeaderLatch as LeaderLatch
 from ._recipes.locks import Lease as Lease
-from ._recipes.locks import LeaseHold as LeaseHold
 from ._recipes.locks import Lockable as Lockable
 from ._recipes.locks import MultiLock as MultiLock
 from ._recipes.locks import Mutex as Mutex
@@ -191,7 +190,6 @@ __all__ = [
     "LeadershipLostError",
     "Lease",
     "LeaseHeldError",
-    "LeaseHold",
     "LockLostError",
     "Lockable",
     "MarshallingError",

@@ -548,7 +548,7 @@ class Worker:
             return self.exclusive_step(
                 "leader",
                 "term",
-                lambda: election.leadership(timeout=ACQUIRE_TIMEOUT),
+                lambda: election.hold(timeout=ACQUIRE_TIMEOUT),
                 self.token_of(election),
                 election.wait_lost,
                 store,

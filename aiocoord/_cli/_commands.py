@@ -206,7 +206,7 @@ async def elect_command(args: argparse.Namespace, interrupts: Interrupts) -> int
             entered = False
             log.info("waiting to lead %r", election.path)
             try:
-                async with election.leadership(timeout=args.timeout):
+                async with election.hold(timeout=args.timeout):
                     entered = True
                     log.info(
                         "leading %r (session %s)", election.path, session_hex(client.session_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Unpack
@@ -12,12 +13,13 @@ from .._exceptions import (
     HoldLostError,
     LockLostError,
     NoNodeError,
+    SessionExpiredError,
     ZooKeeperError,
 )
 from .._types import Stat
 from . import _zk
 from ._connection import replies
-from ._engine import SessionEngine
+from ._engine import SessionEngine, only_in_session
 from ._requests import CreateOptions, RequestBuilder
 
 __all__ = ["Fence", "Pipeline", "Transaction"]
@@ -41,6 +43,10 @@ class Fence:
     version: int = -1
     lost_error: type[HoldLostError] = LockLostError
     """What a failed guard raises: built as ``lost_error(owner, reason)``."""
+    session_id: int = 0
+    """If not 0, the transaction goes out only in this session (else it raises
+    ``lost_error``, unsent): for a node whose name others reuse once it is gone,
+    such as a queue take's marker, where existence alone proves nothing."""
 
 
 class _Builder:
@@ -119,8 +125,18 @@ class Transaction(_Builder):
         """
         if not self._ops:
             return []
+        pinned = [fence for fence in self._fences.values() if fence.session_id]
+        session = pinned[0].session_id if pinned else 0
+        for fence in pinned:
+            if fence.session_id != session:
+                raise fence.lost_error(fence.owner, "its session is not the other fences' one")
         try:
-            raw: list[_zk.MultiResult] = await self._engine.call(_zk.multi_op(self._ops))
+            with only_in_session(session) if session else contextlib.nullcontext():
+                raw: list[_zk.MultiResult] = await self._engine.call(_zk.multi_op(self._ops))
+        except SessionExpiredError as error:
+            if not pinned:
+                raise
+            raise pinned[0].lost_error(pinned[0].owner, "the session that held it ended") from error
         except ZooKeeperError as error:
             index = error.op_index
             if index is not None and index in self._fences:

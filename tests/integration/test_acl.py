@@ -163,7 +163,7 @@ async def _barriers(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
 
 async def _elections(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
     election = LeaderElection(client, "/deep/e/election", "owner", acl=acl)
-    async with LeaderLatch(client, "/deep/e/latch", "owner", acl=acl), election.leadership():
+    async with LeaderLatch(client, "/deep/e/latch", "owner", acl=acl), election.hold():
         yield
 
 
@@ -339,7 +339,7 @@ async def test_strangers_cannot_enter_or_end_an_election(
 ) -> None:
     election = LeaderElection(owner, "/secure/election", "owner", acl=CREATOR_ALL_ACL)
     latch = LeaderLatch(owner, "/secure/latch", "owner", acl=CREATOR_ALL_ACL)
-    async with latch, election.leadership():
+    async with latch, election.hold():
         assert await latch.wait_leader(timeout=10)
         latch_node = latch.node
         assert latch_node is not None
@@ -348,7 +348,7 @@ async def test_strangers_cannot_enter_or_end_an_election(
             other = LeaderElection(stranger, "/secure/election", "intruder")
 
             async def lead(other: LeaderElection = other) -> None:
-                async with other.leadership(timeout=1):
+                async with other.hold(timeout=1):
                     raise AssertionError("a stranger led")
 
             await refused(lead())
@@ -357,7 +357,7 @@ async def test_strangers_cannot_enter_or_end_an_election(
             await cannot_touch(stranger, term_node, latch_node, "/secure/election")
         assert election.has_leadership and latch.has_leadership
         assert [c.id for c in await election.participants()] == ["owner"]
-    async with election.leadership(timeout=10):
+    async with election.hold(timeout=10):
         assert election.has_leadership
 
 

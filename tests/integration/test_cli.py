@@ -545,7 +545,7 @@ async def test_a_healthy_round_logs_no_warning_and_a_lost_lock_one_naming_it(
             pass
         await aiocoord.AtomicLong(first, "/healthy-count").add(1)
         election = aiocoord.LeaderElection(second, "/healthy-election", "b")
-        async with election.leadership():
+        async with election.hold():
             pass
         assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
         assert any("connection state" in r.getMessage() for r in caplog.records)

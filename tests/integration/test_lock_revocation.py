@@ -149,11 +149,11 @@ async def test_revocation_is_refused_where_it_cannot_apply(started) -> None:
     plain = Mutex(client, "/lock")
     revocable = Mutex(client, "/lock2", revocable=True)
     with pytest.raises(NotOwnerError):
-        revocable.wait_revoked()
+        await revocable.wait_revoked()
     assert not revocable.revoke_requested
     async with plain:
         with pytest.raises(InvalidArgumentError, match="revocable"):
-            plain.wait_revoked()
+            await plain.wait_revoked()
         node = plain.node
     # Nothing is sent for a node of another lock or a malformed path.
     with pytest.raises(InvalidArgumentError, match="not a node of this lock"):

@@ -915,7 +915,7 @@ TIMEOUT_CALLS: dict[str, Callable[[aiocoord.Client, Any], Any]] = {
     "DoubleBarrier.enter": lambda c, t: DoubleBarrier(c, P, 2).enter(t),
     "DoubleBarrier.leave": lambda c, t: DoubleBarrier(c, P, 2).leave(t),
     "LeaderLatch.wait_leader": lambda c, t: LeaderLatch(c, P).wait_leader(t),
-    "LeaderElection.leadership": lambda c, t: LeaderElection(c, P).leadership(t),
+    "LeaderElection.hold": lambda c, t: LeaderElection(c, P).hold(timeout=t),
     "Queue.get": lambda c, t: Queue(c, P).get(t),
     "Queue.take": lambda c, t: Queue(c, P).take(t),
     "Queue.put": lambda c, t: Queue(c, P, max_items=1).put(b"x", timeout=t),

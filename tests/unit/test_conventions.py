@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import inspect
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
 
 import aiocoord
@@ -102,6 +102,102 @@ def closing_violations() -> list[str]:
 
 def test_an_async_close_is_aclose_everywhere() -> None:
     _assert_none(closing_violations(), "an async close is aclose()")
+
+
+# --- 2. holders: one contract -------------------------------------------------------------
+
+_CLIENT = aiocoord.connect("127.0.0.1:1")
+"""Never started: constructing recipes on it sends nothing."""
+
+HOLDERS: dict[str, type] = {
+    "Mutex": aiocoord.Mutex,
+    "ReadWriteLock.read_lock": type(aiocoord.ReadWriteLock(_CLIENT, "/rw").read_lock),
+    "ReadWriteLock.write_lock": type(aiocoord.ReadWriteLock(_CLIENT, "/rw").write_lock),
+    "SemaphoreMutex": aiocoord.SemaphoreMutex,
+    "SemaphoreLease": aiocoord.SemaphoreLease,
+    "Lease": aiocoord.Lease,
+    "LeaderLatch": aiocoord.LeaderLatch,
+    "LeaderElection": aiocoord.LeaderElection,
+    "QueueTake": aiocoord.QueueTake,
+}
+"""Every holder, by the name the docs give it."""
+
+NO_HOLD_METHOD = {
+    "QueueTake": "it is the block itself: async with queue.take() as item",
+}
+"""Holders without ``hold()``, and why: where a block makes no sense, or is the holder."""
+
+HOLD_WITHOUT_TIMEOUT = {
+    "Lease": "never waits for another holder: taking it is one try",
+    "SemaphoreLease": "already granted: its block only keeps it",
+}
+"""Holders whose ``hold()`` takes no ``timeout``, and why."""
+
+NOT_HOLDERS = {
+    "aiocoord.Lockable": "a Protocol: what MultiLock needs of the locks it takes",
+}
+"""Public classes with a ``fence()`` that are not holders themselves, and why."""
+
+CONTRACT: dict[str, Callable[[object], bool]] = {
+    "is_held": lambda m: isinstance(m, property),
+    "wait_lost": is_async_method,
+    "fence": is_plain_method,
+    "fencing_token": lambda m: isinstance(m, property),
+    "transaction": is_plain_method,
+}
+"""The holder contract: each member and the kind it must be."""
+
+
+def _keyword(function: object, name: str) -> inspect.Parameter | None:
+    assert callable(function)
+    parameter = inspect.signature(function).parameters.get(name)
+    return parameter if parameter is not None and parameter.kind is parameter.KEYWORD_ONLY else None
+
+
+def holder_violations() -> list[str]:
+    found = []
+    for name, cls in HOLDERS.items():
+        for attr, right_kind in CONTRACT.items():
+            if not right_kind(member(cls, attr)):
+                found.append(f"{name}.{attr} is missing or not the right kind")
+        hold = member(cls, "hold")
+        if name in NO_HOLD_METHOD:
+            continue
+        if not is_plain_method(hold):
+            found.append(f"{name}.hold is missing or not a plain method")
+            continue
+        cancel = _keyword(hold, "cancel_on_loss")
+        if cancel is None or cancel.default is not True:
+            found.append(f"{name}.hold has no keyword-only cancel_on_loss=True")
+        timeout = _keyword(hold, "timeout")
+        if name not in HOLD_WITHOUT_TIMEOUT and (timeout is None or timeout.default is not None):
+            found.append(f"{name}.hold has no keyword-only timeout=None")
+    return found
+
+
+def test_every_holder_has_the_whole_contract() -> None:
+    _assert_none(holder_violations(), "every holder has the holder contract")
+
+
+def test_every_class_with_a_fence_is_checked_as_a_holder() -> None:
+    """A new holder (anything handing out a fence) joins HOLDERS, and so the check."""
+    checked = set(HOLDERS.values())
+    unchecked = [
+        name
+        for name, cls in public_classes().items()
+        if callable(member(cls, "fence")) and cls not in checked and name not in NOT_HOLDERS
+    ]
+    assert unchecked == [], f"holders not in HOLDERS: {unchecked}"
+
+
+def test_every_hold_scope_is_the_kits_one() -> None:
+    """One hold scope: every hold() returns a HoldContext (a QueueTake is one)."""
+    assert issubclass(aiocoord.QueueTake, aiocoord.HoldContext)
+    for name, cls in HOLDERS.items():
+        if name in NO_HOLD_METHOD:
+            continue
+        returns = typing.get_type_hints(member(cls, "hold"))["return"]
+        assert (typing.get_origin(returns) or returns) is aiocoord.HoldContext, name
 
 
 # --- 8. errors: all exported, no aliases ------------------------------------------------------

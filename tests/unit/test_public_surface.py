@@ -152,7 +152,21 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
         ("'/a'", "'/b'", "held=False"),
     ),
     ("Lease", lambda client: aiocoord.Lease(client, "/lease", 5.0, "worker-1"), ("worker-1",)),
-    ("LeaseHold", lambda client: aiocoord.Lease(client, "/lease", 5.0, "w").hold(), ("'/lease'",)),
+    (
+        "HoldContext",
+        lambda client: aiocoord.Lease(client, "/lease", 5.0, "w").hold(),
+        ("'/lease'",),
+    ),
+    (
+        "HoldContext",
+        lambda client: aiocoord.LeaderElection(client, "/election", "me").hold(),
+        ("'/election'", "inactive"),
+    ),
+    (
+        "HoldContext",
+        lambda client: aiocoord.LeaderLatch(client, "/latch", "me").hold(timeout=1),
+        ("'/latch'",),
+    ),
     ("AtomicLong", lambda client: aiocoord.AtomicLong(client, "/long"), ("'/long'",)),
     (
         "AtomicLong",

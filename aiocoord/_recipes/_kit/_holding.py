@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol
 
 import anyio
+from typing_extensions import TypeVar
 
-from ..._checks import check_timeout
-from ..._exceptions import LockLostError, NotOwnerError, OperationTimeoutError
+from ..._checks import check_flag
+from ..._exceptions import HoldLostError, NotOwnerError
 from ..._session import Client, ConnectionState, ErrorPolicy
 
 __all__ = [
     "Hold",
     "HoldContext",
+    "Holding",
     "LossMonitor",
     "current_task",
     "exit_loss_scope",
@@ -31,6 +32,10 @@ __all__ = [
 ]
 
 log = logging.getLogger("aiocoord")
+
+T = TypeVar("T", default=None)
+"""What entering a hold scope gives the block (None for a lock's ``hold()``)."""
+T_co = TypeVar("T_co", covariant=True)
 
 
 def native_cancel_pending() -> bool:
@@ -70,14 +75,21 @@ class Hold:
         self._lost_event = asyncio.Event()
         self._scopes: list[anyio.CancelScope] = []
 
-    def mark_lost(self, reason: str) -> None:
-        """Record the loss (the first ``reason`` stays), wake waiters, cancel scopes."""
+    def mark_lost(self, reason: str, *, warn: bool = True) -> None:
+        """Record the loss (the first ``reason`` stays), wake waiters, cancel scopes.
+
+        ``warn=False`` for an end the holder chose (closing what holds), which
+        is no news to an operator.
+        """
         if self.lost:
             return
         self.lost = True
         self.reason = reason
-        # An operator's first clue that two holders may overlap: always WARNING.
-        log.warning("%s lost (session 0x%x): %s", self.subject or "a hold", self.session_id, reason)
+        if warn:
+            # An operator's first clue that two holders may overlap: always WARNING.
+            log.warning(
+                "%s lost (session 0x%x): %s", self.subject or "a hold", self.session_id, reason
+            )
         self._lost_event.set()
         for scope in self._scopes:
             scope.cancel()
@@ -168,69 +180,100 @@ def not_owner(path: str) -> NotOwnerError:
     )
 
 
-class _Holdable(Protocol):
-    path: str
+class Holding(Protocol[T_co]):
+    """What :class:`HoldContext` needs from a holder to run one block under it.
 
-    async def acquire(self, timeout: float | None = None) -> bool: ...
-
-    async def release(self) -> None: ...
-
-
-class HoldContext:
-    """``async with lock.hold(...)``: acquire, run the body, release; report loss.
-
-    With ``cancel_on_loss`` the body runs in a cancel scope that is cancelled the
-    moment the hold is lost. Either way, leaving the block after a loss raises
-    :class:`LockLostError`, so the holder always learns of it.
+    Each holder family implements it in a small adapter of its own (a lock's,
+    a lease's, a take's, leadership's), so the scope never reaches into a
+    holder's internals.
     """
 
-    def __init__(
-        self,
-        lock: _Holdable,
-        hold_of_caller: Callable[[], Hold | None],
-        *,
-        cancel_on_loss: bool,
-        timeout: float | None,
-    ) -> None:
-        self._lock = lock
-        self._hold_of_caller = hold_of_caller
-        """The calling task's hold of ``lock``, once acquired."""
-        self._cancel_on_loss = cancel_on_loss
-        self._timeout = check_timeout(timeout, path=lock.path)
+    @property
+    def path(self) -> str:
+        """What is held, for reprs."""
+        ...
+
+    async def take_hold(self) -> tuple[T_co, Hold]:
+        """Wait for the hold (raising if it cannot be had: a timeout, a lease held by
+        another): what ``async with`` gives the block, and the hold to watch."""
+        ...
+
+    async def end_hold(self, hold: Hold, *, completed: bool) -> None:
+        """Give the hold up (``completed``: the block returned and nothing was lost)."""
+        ...
+
+    def lost_error(self, reason: str) -> HoldLostError:
+        """The error leaving the block after a loss raises."""
+        ...
+
+
+class HoldContext(Generic[T]):
+    """``async with holder.hold():`` take the hold, run the block, give it up; report a loss.
+
+    The one hold scope every holder uses (``Mutex.hold()``, ``Lease.hold()``,
+    ``LeaderElection.hold()``, a queue's ``take()``, ...). With
+    ``cancel_on_loss`` the block runs in a cancel scope that is cancelled the
+    moment the hold is lost. Either way, leaving the block after a loss raises
+    the holder's :class:`~aiocoord.HoldLostError` (LockLostError,
+    LeadershipLostError, TakeLostError), so the holder always learns of it.
+    A context may be entered again once its block is over.
+    """
+
+    def __init__(self, holding: Holding[T], *, cancel_on_loss: bool) -> None:
+        self._holding = holding
+        self._cancel_on_loss = check_flag(cancel_on_loss, "cancel_on_loss", path=holding.path)
         self._scope: anyio.CancelScope | None = None
         self._hold: Hold | None = None
+        self._active = False
 
     def __repr__(self) -> str:
-        lost = self._hold is not None and self._hold.lost
         return (
-            f"<HoldContext {self._lock.path!r} cancel_on_loss={self._cancel_on_loss} lost={lost}>"
+            f"<{type(self).__name__} {self._holding.path!r} "
+            f"cancel_on_loss={self._cancel_on_loss} {self._state()}>"
         )
 
-    async def __aenter__(self) -> None:
-        if not await self._lock.acquire(self._timeout):
-            raise OperationTimeoutError(
-                f"could not acquire {self._lock.path!r} in {self._timeout} s"
-            )
-        hold = self._hold_of_caller()
-        assert hold is not None
+    def _state(self) -> str:
+        if self._hold is not None and self._hold.lost:
+            return "lost"
+        return "holding" if self._active else "inactive"
+
+    @property
+    def lost(self) -> bool:
+        """Whether the hold of the current (or last) block was lost."""
+        return self._hold is not None and self._hold.lost
+
+    async def __aenter__(self) -> T:
+        if self._active:
+            raise RuntimeError(f"{self!r} is already entered: one block at a time")
+        self._active = True
+        try:
+            value, hold = await self._holding.take_hold()
+        except BaseException:
+            self._active = False
+            raise
         self._hold = hold
         if self._cancel_on_loss:
             self._scope = anyio.CancelScope()
             self._scope.__enter__()
             hold.add_scope(self._scope)
+        return value
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         # Returns None, not a bool: the block's exceptions always propagate. The
         # scope swallows only the cancellation a loss caused, and a loss always
-        # raises LockLostError here; so type checkers see a block that may not
-        # be left silently (a ``return`` inside it is the function's return).
-        hold = self._hold
+        # raises the holder's error here; so type checkers see a block that may
+        # not be left silently (a ``return`` inside it is the function's return).
+        hold, scope = self._hold, self._scope
         assert hold is not None
+        self._scope = None
         suppress = False
-        if self._scope is not None:
-            hold.remove_scope(self._scope)
-            suppress = exit_loss_scope(self._scope, exc_type, exc, tb)
-        await self._lock.release()
+        try:
+            if scope is not None:
+                hold.remove_scope(scope)
+                suppress = exit_loss_scope(scope, exc_type, exc, tb)
+            await self._holding.end_hold(hold, completed=exc_type is None and not hold.lost)
+        finally:
+            self._active = False
         if hold.lost and (exc_type is None or suppress):
-            raise LockLostError(self._lock.path, hold.reason)
+            raise self._holding.lost_error(hold.reason)
         assert not suppress, "a hold's scope is cancelled only by a loss"

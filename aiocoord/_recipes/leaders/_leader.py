@@ -16,9 +16,8 @@ leads; every other participant watches only the one just ahead of it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +28,7 @@ from ..._exceptions import (
     ArgumentTypeError,
     ClientClosedError,
     ConnectionLossError,
+    HoldLostError,
     LeadershipLostError,
     NoNodeError,
     NotOwnerError,
@@ -47,8 +47,8 @@ from ..._session import (
 from ..._types import ACL
 from .._kit._args import default_node_data, recipe_path
 from .._kit._contenders import LOCK_NAME, Contender, mutex_rule, sort_contenders
-from .._kit._holding import Hold, LossMonitor, exit_loss_scope, native_cancel_pending
-from .._kit._waits import wait_gone
+from .._kit._holding import Hold, HoldContext, LossMonitor, native_cancel_pending
+from .._kit._waits import Deadline, wait_gone
 
 __all__ = ["Candidate", "LeaderElection", "LeaderLatch"]
 
@@ -149,10 +149,10 @@ class _LatchTerm(Hold):
         self.contender = contender
         self._on_lost = on_lost
 
-    def mark_lost(self, reason: str) -> None:
+    def mark_lost(self, reason: str, *, warn: bool = True) -> None:
         if self.lost:
             return
-        super().mark_lost(reason)
+        super().mark_lost(reason, warn=warn)
         self._on_lost()
 
 
@@ -334,6 +334,8 @@ class LeaderLatch:
                 finally:
                     self._monitor.discard(term)
                     self._term = None
+                    if not term.lost:  # cancelled: the latch or its client is closing
+                        term.mark_lost("the latch was closed", warn=False)
                     self._set_leader(False)
                 # Same node: read the queue again (once reconnected), which also
                 # tells whether the node survived.
@@ -390,6 +392,25 @@ class LeaderLatch:
     def has_leadership(self) -> bool:
         """Whether this participant leads now (local state: no I/O)."""
         return self._leader
+
+    @property
+    def is_held(self) -> bool:
+        """The holder contract's name for :attr:`has_leadership`."""
+        return self._leader
+
+    def hold(
+        self, *, cancel_on_loss: bool = True, timeout: float | None = None
+    ) -> HoldContext[LeaderLatch]:
+        """``async with latch.hold():`` wait until we lead, then run the block as leader.
+
+        With ``cancel_on_loss`` the block is cancelled when leadership is lost
+        (closing the latch counts); leaving it after a loss raises
+        LeadershipLostError. Leaving it gives nothing up: the latch stays in the
+        election until closed. OperationTimeoutError if ``timeout`` passes before
+        we lead; the errors of :meth:`wait_leader` otherwise.
+        """
+        holding = _LatchHolding(self, check_timeout(timeout, path=self.path))
+        return HoldContext(holding, cancel_on_loss=cancel_on_loss)
 
     @property
     def node(self) -> str | None:
@@ -506,39 +527,26 @@ class _Term:
     hold: Hold
 
 
-class _Leadership:
-    """``async with election.leadership():`` one term as leader (see
-    :meth:`LeaderElection.leadership`)."""
+class _ElectionHolding:
+    """A LeaderElection's side of :class:`HoldContext`: one term as leader."""
 
     def __init__(self, election: LeaderElection, timeout: float | None) -> None:
         self._election = election
         self._timeout = timeout
-        self._entered = False
+        self.path = election.path
         self._contender: Contender | None = None
-        self._hold: Hold | None = None
-        self._scope: anyio.CancelScope | None = None
         self._watcher: asyncio.Task[Any] | None = None
         self._stopping = False
 
-    def __repr__(self) -> str:
-        hold = self._hold
-        state = "inactive" if hold is None else "lost" if hold.lost else "leading"
+    async def take_hold(self) -> tuple[LeaderElection, Hold]:
         election = self._election
-        return (
-            f"<LeaderElection.leadership {election.path!r} id={election.participant_id!r} {state}>"
-        )
-
-    async def __aenter__(self) -> LeaderElection:
-        election = self._election
-        if self._entered:
-            raise RuntimeError("a leadership() context is entered once; call leadership() again")
         if election._busy:
             raise RuntimeError(
-                f"{election!r} is already taking part (in leadership() or run()): one "
+                f"{election!r} is already taking part (in hold() or run()): one "
                 "LeaderElection is one participant; make one per task that competes"
             )
-        self._entered = True
         election._busy = True
+        self._stopping = False
         contender = election._new_contender()
         try:
             if not await contender.acquire(self._timeout):
@@ -554,10 +562,7 @@ class _Leadership:
         election._monitor.add(hold, contender.session_id)
         node = contender.node
         assert node is not None
-        self._contender, self._hold = contender, hold
-        self._scope = scope = anyio.CancelScope()
-        scope.__enter__()
-        hold.add_scope(scope)
+        self._contender = contender
         election._term = _Term(node, contender.czxid, hold)
         try:
             self._watcher = election._client.start_background(
@@ -565,10 +570,10 @@ class _Leadership:
                 name=f"aiocoord-leader-node-watch {election.path}",
                 on_error=lambda error: hold.mark_lost(f"watching its node failed: {error!r}"),
             )
-        except BaseException as error:
-            await self.__aexit__(type(error), error, error.__traceback__)
+        except BaseException:
+            await self.end_hold(hold, completed=False)
             raise
-        return election
+        return election, hold
 
     async def _watch(self, hold: Hold, node: str, session_id: int) -> None:
         """Mark the term lost once our node is gone (deleted by someone else, or
@@ -581,23 +586,17 @@ class _Leadership:
             raise
         hold.mark_lost(reason)
 
-    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        # Returns None, not a bool: the block's own exceptions always propagate.
-        # The scope swallows only the cancellation a loss caused, and a loss
-        # always raises LeadershipLostError here.
+    async def end_hold(self, hold: Hold, *, completed: bool) -> None:
         election = self._election
-        contender, hold, scope = self._contender, self._hold, self._scope
-        assert contender is not None and hold is not None and scope is not None
+        contender, self._contender = self._contender, None
+        assert contender is not None
         try:
             election._term = None  # not leading from here on; the node goes next
             self._stopping = True
-            # Leave the scope before any await: a loss keeps cancelling inside it.
-            hold.remove_scope(scope)
-            suppress = exit_loss_scope(scope, exc_type, exc, tb)
-            # Judge the term before our own delete can look like a loss; the
-            # watcher is told to stop first and reaped after the delete, which
-            # goes out without waiting for it (the next leader waits on that).
-            lost, reason = hold.lost, hold.reason
+            # Judge the term before our own delete can look like a loss: the
+            # monitor lets go, and the watcher is told to stop first and reaped
+            # after the delete, which goes out without waiting for it (the next
+            # leader waits on that).
             election._monitor.discard(hold)
             watcher, self._watcher = self._watcher, None
             if watcher is not None:
@@ -608,17 +607,44 @@ class _Leadership:
                 cancelled = await _stop(watcher)
             if cancelled is not None:
                 raise cancelled
-            if lost and (exc_type is None or suppress):
-                raise LeadershipLostError(election.path, reason)
-            assert not suppress, "a term's scope is cancelled only by a loss"
         finally:
             election._busy = False
+
+    def lost_error(self, reason: str) -> HoldLostError:
+        return LeadershipLostError(self.path, reason)
+
+
+class _LatchHolding:
+    """A LeaderLatch's side of :class:`HoldContext`: the block runs while we lead."""
+
+    def __init__(self, latch: LeaderLatch, timeout: float | None) -> None:
+        self._latch = latch
+        self._timeout = timeout
+        self.path = latch.path
+
+    async def take_hold(self) -> tuple[LeaderLatch, Hold]:
+        latch = self._latch
+        deadline = Deadline(self._timeout)
+        while True:
+            if not await latch.wait_leader(timeout=deadline.remaining()):
+                raise OperationTimeoutError(
+                    f"did not become leader of {latch.path!r} within {self._timeout} s"
+                )
+            term = latch._term
+            if term is not None and not term.lost:
+                return latch, term
+
+    async def end_hold(self, hold: Hold, *, completed: bool) -> None:
+        """The latch stays in the election: leaving the block gives nothing up."""
+
+    def lost_error(self, reason: str) -> HoldLostError:
+        return LeadershipLostError(self.path, reason)
 
 
 class LeaderElection:
     """Lead in turns, one participant at a time (Curator's LeaderSelector).
 
-    ``async with election.leadership():`` waits until this participant leads,
+    ``async with election.hold():`` waits until this participant leads,
     then runs the block as leader: a *term*. The block is cancelled when
     leadership is lost, and leaving it then raises
     :class:`~aiocoord.LeadershipLostError`; leaving it in any way gives
@@ -638,7 +664,7 @@ class LeaderElection:
     writes (:meth:`transaction`, or :attr:`fencing_token` for other stores)
     to close that gap.
 
-    One object is one participant: a second ``leadership()`` or ``run()``
+    One object is one participant: a second ``hold()`` or ``run()``
     while one is active raises RuntimeError. Make one LeaderElection per
     competing task.
 
@@ -693,18 +719,21 @@ class LeaderElection:
             acl=self._acl,
         )
 
-    def leadership(
-        self, timeout: float | None = None
-    ) -> contextlib.AbstractAsyncContextManager[LeaderElection]:
-        """``async with election.leadership():`` wait to lead, then run the block as leader.
+    def hold(
+        self, *, cancel_on_loss: bool = True, timeout: float | None = None
+    ) -> HoldContext[LeaderElection]:
+        """``async with election.hold():`` wait to lead, then run the block as leader
+        (a *term*).
 
         Raises OperationTimeoutError if ``timeout`` seconds pass before we lead
         (no node is left behind), and LeadershipLostError on leaving the block
-        after a loss (the block was cancelled at the loss). Leaving the block
-        deletes our node: the next participant leads. Waiting rides out
-        SUSPENDED; a lost session while waiting queues us again, at the back.
+        after a loss (with ``cancel_on_loss``, the block was cancelled at the
+        loss). Leaving the block deletes our node: the next participant leads.
+        Waiting rides out SUSPENDED; a lost session while waiting queues us
+        again, at the back.
         """
-        return _Leadership(self, check_timeout(timeout, path=self.path))
+        holding = _ElectionHolding(self, check_timeout(timeout, path=self.path))
+        return HoldContext(holding, cancel_on_loss=cancel_on_loss)
 
     async def run(self, fn: Callable[[], Awaitable[object]], *, requeue: bool = True) -> None:
         """``await fn()`` each time this participant leads, until cancelled.
@@ -726,7 +755,7 @@ class LeaderElection:
         while True:
             leading = False
             try:
-                async with self.leadership():
+                async with self.hold():
                     leading = True
                     await fn()
             except LeadershipLostError as error:
@@ -750,6 +779,11 @@ class LeaderElection:
         """Whether this participant is in a term and has not lost it (local state)."""
         term = self._term
         return term is not None and not term.hold.lost
+
+    @property
+    def is_held(self) -> bool:
+        """The holder contract's name for :attr:`has_leadership`."""
+        return self.has_leadership
 
     def _current_term(self) -> _Term:
         term = self._term
@@ -782,16 +816,16 @@ class LeaderElection:
         otherwise ``commit()`` applies nothing and raises LeadershipLostError."""
         return self._client.transaction().guard(self.fence())
 
-    def wait_lost(self) -> Coroutine[Any, Any, None]:
+    async def wait_lost(self) -> None:
         """Inside a term: wait until its leadership is lost (NotOwnerError outside one).
 
-        The term is looked up when this is called, so the wait may be handed to
-        another task: ``asyncio.create_task(election.wait_lost())``.
+        The term belongs to this object, not to a task: any task may wait on it
+        (``tg.start_soon(election.wait_lost)`` from inside the term).
         """
         term = self._term
         if term is None:
             raise NotOwnerError(f"{self.path!r}: this participant does not lead (not in a term)")
-        return term.hold.wait_lost()
+        await term.hold.wait_lost()
 
     async def participants(self) -> list[Candidate]:
         """Every participant in queue order (the first leads), with its id."""

@@ -1,7 +1,6 @@
 """Locks: mutex, read-write lock, semaphores, TTL leases and several locks at once."""
 
 from ._lease import Lease as Lease
-from ._lease import LeaseHold as LeaseHold
 from ._multilock import Lockable as Lockable
 from ._multilock import MultiLock as MultiLock
 from ._mutex import Mutex as Mutex

@@ -23,12 +23,13 @@ from typing import Any
 import anyio
 
 from ... import _paths
-from ..._checks import check_bytes, check_recipe_acl, check_text, check_ttl_ms
+from ..._checks import check_bytes, check_flag, check_recipe_acl, check_text, check_ttl_ms
 from ..._exceptions import (
     BadVersionError,
     CoordinationError,
     CorruptValueError,
     DataTooLargeError,
+    HoldLostError,
     LeaseHeldError,
     LockLostError,
     NoConnectionError,
@@ -41,6 +42,7 @@ from ..._session import (
     Client,
     Fence,
     OwnNode,
+    Transaction,
     delete_quietly,
     retry_on_connection_loss,
     run_cleanup,
@@ -48,9 +50,9 @@ from ..._session import (
 from ..._types import ACL, Codec, Stat
 from .._kit._args import recipe_path
 from .._kit._contenders import sort_contenders
-from .._kit._holding import exit_loss_scope
+from .._kit._holding import Hold, HoldContext
 
-__all__ = ["Lease", "LeaseHold"]
+__all__ = ["Lease"]
 
 _NAME = "lease-"
 
@@ -119,6 +121,8 @@ class Lease:
             raise DataTooLargeError(path, len(self._data), client.max_data_size)
         self._node: str | None = None
         self._version = 0
+        self._czxid = 0
+        """Our lease node's creation zxid: the fencing token."""
         self._valid_until = 0.0
         self._changed = asyncio.Event()
         """Set when the lease is taken, renewed, lost or released."""
@@ -178,7 +182,7 @@ class Lease:
             raise
         if adopt is not None:
             await self._discard(mine)
-            self._node, self._version = adopt
+            self._node, self._version, self._czxid = adopt
             try:
                 await self.renew()
             except LockLostError:
@@ -187,14 +191,14 @@ class Lease:
         if not won:
             await self._discard(mine)
             return False
-        self._node, self._version = mine, stat.version
+        self._node, self._version, self._czxid = mine, stat.version, stat.czxid
         self._valid_until = sent_at + self.ttl
         self._changed.set()
         return True
 
     async def _settle(
         self, mine: str, my_stat: Stat, names: list[str] | None
-    ) -> tuple[bool, tuple[str, int] | None]:
+    ) -> tuple[bool, tuple[str, int, int] | None]:
         """Decide who holds: (we won, or the node of ours to adopt)."""
         client = self._client
         if names is None:
@@ -230,7 +234,7 @@ class Lease:
                     return False, None
                 continue
             if holder == self.holder:
-                return False, (path, stat.version)
+                return False, (path, stat.version, stat.czxid)
             return False, None
         return True, None
 
@@ -250,6 +254,22 @@ class Lease:
             raise NotOwnerError(f"lease {self.path!r} is not held")
         return Fence(node, self.path)
 
+    @property
+    def fencing_token(self) -> int:
+        """A number that grows with every grant of this lease: our lease node's
+        creation zxid (a restarted holder that takes its own lease back keeps its
+        token). Hand it to the resource the lease guards, which refuses a smaller
+        token than it has seen. NotOwnerError if the lease is not held."""
+        if not self.is_held:
+            raise NotOwnerError(f"lease {self.path!r} is not held")
+        return self._czxid
+
+    def transaction(self) -> Transaction:
+        """A transaction that applies only while our lease node exists; otherwise
+        ``commit()`` applies nothing and raises LockLostError (a lapse counts only
+        once the node is removed: see :meth:`fence`)."""
+        return self._client.transaction().guard(self.fence())
+
     async def wait_lost(self) -> None:
         """Wait until the lease is no longer held: released, or lapsed unrenewed.
 
@@ -262,7 +282,7 @@ class Lease:
             with anyio.move_on_after(self._valid_until - time.monotonic()):
                 await self._changed.wait()
 
-    def hold(self, *, cancel_on_loss: bool = True, keep_alive: bool = True) -> LeaseHold:
+    def hold(self, *, cancel_on_loss: bool = True, keep_alive: bool = True) -> HoldContext[Lease]:
         """``async with lease.hold():`` take the lease (LeaseHeldError if another
         holder has it), run the block, release it.
 
@@ -270,8 +290,10 @@ class Lease:
         the block runs. If it lapses anyway (renewals failed: ZooKeeper out of
         reach, or the lease taken over), the block is cancelled with
         ``cancel_on_loss`` and leaving it raises LockLostError either way.
+        The lease never waits for another holder, so there is no ``timeout``.
         """
-        return LeaseHold(self, cancel_on_loss=cancel_on_loss, keep_alive=keep_alive)
+        holding = _LeaseHolding(self, check_flag(keep_alive, "keep_alive", path=self.path))
+        return HoldContext(holding, cancel_on_loss=cancel_on_loss)
 
     async def _keep(self, keep_alive: bool) -> None:
         """Return once the lease is no longer held, renewing it meanwhile if asked."""
@@ -330,58 +352,41 @@ class Lease:
         await self.release()
 
 
-class LeaseHold:
-    """What :meth:`Lease.hold` returns: the lease held, and kept, for one block."""
+class _LeaseHolding:
+    """A Lease's side of :class:`HoldContext`: a background task keeps the lease
+    (renewing it with ``keep_alive``) and marks the hold lost once it lapses."""
 
-    def __init__(self, lease: Lease, *, cancel_on_loss: bool, keep_alive: bool) -> None:
+    def __init__(self, lease: Lease, keep_alive: bool) -> None:
         self._lease = lease
-        self._cancel_on_loss = cancel_on_loss
         self._keep_alive = keep_alive
-        self._scope: anyio.CancelScope | None = None
         self._keeper: asyncio.Task[Any] | None = None
-        self._lost = False
+        self.path = lease.path
 
-    def __repr__(self) -> str:
-        state = "lost" if self._lost else "active" if self._keeper is not None else "inactive"
-        return f"<LeaseHold {self._lease.path!r} keep_alive={self._keep_alive} {state}>"
-
-    async def __aenter__(self) -> Lease:
+    async def take_hold(self) -> tuple[Lease, Hold]:
         lease = self._lease
         if not await lease.try_acquire():
             raise LeaseHeldError(lease.path)
-        if self._cancel_on_loss:
-            self._scope = anyio.CancelScope()
-            self._scope.__enter__()
+        hold = Hold()
+        hold.subject = f"lease {lease.path!r}"
+        hold.session_id = lease._client.session_id
         self._keeper = lease._client.start_background(
-            self._watch(), name=f"aiocoord-lease-keeper {lease.path}"
+            self._watch(hold), name=f"aiocoord-lease-keeper {lease.path}"
         )
-        return lease
+        return lease, hold
 
-    async def _watch(self) -> None:
-        lease = self._lease
-        await lease._keep(self._keep_alive)
-        self._lost = True
-        log.warning(
-            "lease %r lost (session 0x%x): it lapsed unrenewed",
-            lease.path,
-            lease._client.session_id,
-        )
-        if self._scope is not None:
-            self._scope.cancel()
+    async def _watch(self, hold: Hold) -> None:
+        await self._lease._keep(self._keep_alive)
+        hold.mark_lost("it lapsed unrenewed")
 
-    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        # None, as HoldContext's: the scope swallows only a lapse's cancellation,
-        # and a lapse raises LockLostError.
+    async def end_hold(self, hold: Hold, *, completed: bool) -> None:
         keeper, self._keeper = self._keeper, None
         if keeper is not None:
             keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await keeper
-        suppress = False
-        if self._scope is not None:
-            suppress = exit_loss_scope(self._scope, exc_type, exc, tb)
-        lost = self._lost or not self._lease.is_held
+        if not self._lease.is_held:
+            hold.mark_lost("it lapsed unrenewed")
         await self._lease.release()
-        if lost and (exc_type is None or suppress):
-            raise LockLostError(self._lease.path, "the lease lapsed")
-        assert not suppress, "the scope is cancelled only by a lapse"
+
+    def lost_error(self, reason: str) -> HoldLostError:
+        return LockLostError(self.path, reason)

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,10 +16,12 @@ from ..._checks import check_bytes, check_flag, check_int, check_recipe_acl, che
 from ..._exceptions import (
     ClientClosedError,
     DeadlockError,
+    HoldLostError,
     InvalidArgumentError,
     LockLostError,
     NoConnectionError,
     NoNodeError,
+    OperationTimeoutError,
     SessionExpiredError,
 )
 from ..._session import (
@@ -386,14 +388,24 @@ class Mutex:
         Raises OperationTimeoutError if ``timeout`` passes before the lock is had,
         and LockLostError on leaving the block after a loss.
         """
-        return HoldContext(
-            self, self._hold_of_caller, cancel_on_loss=cancel_on_loss, timeout=timeout
-        )
+        holding = _MutexHolding(self, check_timeout(timeout, path=self.path))
+        return HoldContext(holding, cancel_on_loss=cancel_on_loss)
 
     # --- local state ------------------------------------------------------------------
 
     def _hold_of_caller(self) -> _LockHold | None:
         return self._holds.get(current_task())
+
+    def _hold_to_watch(self) -> _LockHold:
+        """The calling task's hold; from a task that holds none, the one hold of this
+        object (the holder handed its wait to another task). NotOwnerError if
+        there is none, or several (readers) of which the caller is not one."""
+        hold = self._holds.get(current_task())
+        if hold is None and len(self._holds) == 1:
+            hold = next(iter(self._holds.values()))
+        if hold is None:
+            raise not_owner(self.path)
+        return hold
 
     def _owned_by(self, task: asyncio.Task[Any]) -> bool:
         hold = self._holds.get(task)
@@ -443,16 +455,18 @@ class Mutex:
         hold = self._caller_hold_or_raise()
         return fencing_token(hold.contender.czxid, hold.grant)
 
-    def wait_lost(self) -> Coroutine[Any, Any, None]:
-        """Wait until the calling task's hold is lost (NotOwnerError if it holds none).
+    async def wait_lost(self) -> None:
+        """Wait until the calling task's hold is lost (at once if it already is; a
+        release is no loss).
 
-        The hold is looked up when this is called, so the waiting may be handed
-        to another task: ``asyncio.create_task(lock.wait_lost())``.
+        The hold is looked up when the wait starts, in the task that awaits it.
+        A task that holds nothing through this object waits on the object's one
+        hold instead, so a holder may hand the wait to a task of its own
+        (``tg.start_soon(lock.wait_lost)``, ``asyncio.create_task(lock.wait_lost())``,
+        started while it holds). NotOwnerError if there is no hold to wait on,
+        or several (readers) and the caller holds none of them.
         """
-        hold = self._holds.get(current_task())
-        if hold is None:
-            raise not_owner(self.path)
-        return hold.wait_lost()
+        await self._hold_to_watch().wait_lost()
 
     @property
     def revoke_requested(self) -> bool:
@@ -461,23 +475,21 @@ class Mutex:
         hold = self._holds.get(current_task())
         return hold is not None and hold.revoke_requested.is_set()
 
-    def wait_revoked(self) -> Coroutine[Any, Any, None]:
+    async def wait_revoked(self) -> None:
         """Wait until someone asks the calling task to give the lock up.
 
         Returns at once if the request came while the task was still queued
         (``acquire`` returns only after looking).
         NotOwnerError if the task holds nothing; InvalidArgumentError unless
-        the Mutex is ``revocable``. As for :meth:`wait_lost`, the hold is
-        looked up now, so ``asyncio.create_task(lock.wait_revoked())`` works.
+        the Mutex is ``revocable``. The hold is looked up as :meth:`wait_lost`
+        does, so a holder may hand this wait to a task of its own too.
         """
-        hold = self._holds.get(current_task())
-        if hold is None:
-            raise not_owner(self.path)
+        hold = self._hold_to_watch()
         if not self._revocable:
             raise InvalidArgumentError(
                 "revocable", "this lock was made without revocable=True", self.path
             )
-        return hold.wait_revoked()
+        await hold.wait_revoked()
 
     async def request_revocation(self, node: str | Participant) -> bool:
         """Ask the contender that owns ``node`` (a node of this lock, as
@@ -533,6 +545,29 @@ class Mutex:
             for name, result in zip(ordered, results, strict=True)
             if not isinstance(result, Exception)
         ]
+
+
+class _MutexHolding:
+    """A Mutex's side of :class:`HoldContext`."""
+
+    def __init__(self, mutex: Mutex, timeout: float | None) -> None:
+        self._mutex = mutex
+        self._timeout = timeout
+        self.path = mutex.path
+
+    async def take_hold(self) -> tuple[None, Hold]:
+        mutex = self._mutex
+        if not await mutex.acquire(self._timeout):
+            raise OperationTimeoutError(f"could not acquire {self.path!r} in {self._timeout} s")
+        hold = mutex._hold_of_caller()
+        assert hold is not None
+        return None, hold
+
+    async def end_hold(self, hold: Hold, *, completed: bool) -> None:
+        await self._mutex.release()
+
+    def lost_error(self, reason: str) -> HoldLostError:
+        return LockLostError(self.path, reason)
 
 
 class _SideOfReadWriteLock(Mutex):

@@ -12,19 +12,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
 
 from ... import _paths
 from ..._checks import check_bytes, check_int, check_recipe_acl, check_timeout
-from ..._exceptions import NoNodeError, NotOwnerError, SessionExpiredError
+from ..._exceptions import (
+    HoldLostError,
+    LockLostError,
+    NoNodeError,
+    NotOwnerError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
 from ..._session import (
     Client,
     ErrorPolicy,
     Fence,
     OwnNode,
+    Transaction,
     check_error_policy,
     delete_quietly,
     retry_on_connection_loss,
@@ -44,24 +52,64 @@ _LOCKS = "locks"
 
 
 class SemaphoreLease(Hold):
-    """One granted lease: an ephemeral node, so a crashed holder's lease frees itself."""
+    """One granted lease: an ephemeral node, so a crashed holder's lease frees itself.
+
+    A holder: ``is_held``, ``await wait_lost()``, :meth:`fence`,
+    :attr:`fencing_token`, :meth:`transaction` and :meth:`hold`.
+    """
 
     def __init__(self, semaphore: Semaphore, node: str) -> None:
         super().__init__()
         self._semaphore = semaphore
         self.node = node
         self.released = False
+        self._czxid = 0
+        """The lease node's creation zxid (set when the lease is granted)."""
 
     @property
     def is_held(self) -> bool:
         """Neither released nor lost."""
         return not self.released and not self.lost
 
-    def fence(self) -> Fence:
-        """Proof of holding this lease, for a transaction to require (its node exists)."""
+    def _check_held(self) -> None:
         if self.released:
             raise NotOwnerError(f"the lease {self.node!r} was released")
+        if self.lost:
+            raise LockLostError(self._semaphore.path, self.reason)
+
+    async def wait_lost(self) -> None:
+        """Wait until the lease is lost (at once if it already is; a release is no
+        loss). NotOwnerError once released."""
+        if self.released:
+            raise NotOwnerError(f"the lease {self.node!r} was released")
+        await super().wait_lost()
+
+    def fence(self) -> Fence:
+        """Proof of holding this lease, for a transaction to require (its node exists).
+
+        NotOwnerError once released; LockLostError once known to be lost.
+        """
+        self._check_held()
         return Fence(self.node, self._semaphore.path)
+
+    @property
+    def fencing_token(self) -> int:
+        """A number that grows with every lease the semaphore grants: the lease node's
+        creation zxid (errors as :meth:`fence`). Hand it to the resource the lease
+        guards, which refuses a smaller token than it has seen."""
+        self._check_held()
+        return self._czxid
+
+    def transaction(self) -> Transaction:
+        """A transaction that applies only while this lease's node exists; otherwise
+        ``commit()`` applies nothing and raises LockLostError."""
+        return self._semaphore._client.transaction().guard(self.fence())
+
+    def hold(self, *, cancel_on_loss: bool = True) -> HoldContext[SemaphoreLease]:
+        """``async with lease.hold():`` run a block under this (already granted)
+        lease, cancelled if it is lost; the lease is released on leaving it, and
+        leaving after a loss raises LockLostError."""
+        return HoldContext(_LeaseHolding(self), cancel_on_loss=cancel_on_loss)
 
     async def release(self) -> None:
         """Give the lease back (deleting its node, surviving connection loss)."""
@@ -81,6 +129,45 @@ class SemaphoreLease(Hold):
     def __repr__(self) -> str:
         state = "released" if self.released else "lost" if self.lost else "held"
         return f"<SemaphoreLease {self.node!r} {state}>"
+
+
+class _LeaseHolding:
+    """A granted SemaphoreLease's side of :class:`HoldContext`."""
+
+    def __init__(self, lease: SemaphoreLease) -> None:
+        self._lease = lease
+        self.path = lease._semaphore.path
+
+    async def take_hold(self) -> tuple[SemaphoreLease, Hold]:
+        self._lease._check_held()
+        return self._lease, self._lease
+
+    async def end_hold(self, hold: Hold, *, completed: bool) -> None:
+        await self._lease.release()
+
+    def lost_error(self, reason: str) -> HoldLostError:
+        return LockLostError(self.path, reason)
+
+
+class _SemaphoreMutexHolding:
+    """A SemaphoreMutex's side of :class:`HoldContext`."""
+
+    def __init__(self, lock: SemaphoreMutex, timeout: float | None) -> None:
+        self._lock = lock
+        self._timeout = timeout
+        self.path = lock.path
+
+    async def take_hold(self) -> tuple[None, Hold]:
+        lock = self._lock
+        if not await lock.acquire(self._timeout):
+            raise OperationTimeoutError(f"could not acquire {self.path!r} in {self._timeout} s")
+        return None, lock._caller_lease_or_raise()
+
+    async def end_hold(self, hold: Hold, *, completed: bool) -> None:
+        await self._lock.release()
+
+    def lost_error(self, reason: str) -> HoldLostError:
+        return LockLostError(self.path, reason)
 
 
 class _LeaseVanished(Exception):
@@ -213,6 +300,7 @@ class Semaphore:
                 # Registered before any await: the monitor sees every
                 # transition after the listing that granted the lease.
                 lease = SemaphoreLease(self, node)
+                lease._czxid = own.stat.czxid
                 self._monitor.add(lease, owner)
                 return lease
         except SessionExpiredError:
@@ -345,26 +433,37 @@ class SemaphoreMutex:
         """True while some task holds the lock through this object and it has not been lost."""
         return any(not lease.lost for lease in self._leases.values())
 
-    def _hold_of_caller(self) -> Hold | None:
-        return self._lease_for_caller()
-
     def fence(self) -> Fence:
         """The calling task's proof of holding, for a transaction to require
         (see :meth:`Mutex.fence`); NotOwnerError if not held."""
         lease = self._caller_lease_or_raise()
         return lease.fence()
 
-    def wait_lost(self) -> Coroutine[Any, Any, None]:
-        """Wait until the held lease is lost (NotOwnerError if not held)."""
-        lease = self._caller_lease_or_raise()
-        return lease.wait_lost()
+    @property
+    def fencing_token(self) -> int:
+        """A number that grows with every grant of this lock: the lease node's
+        creation zxid (see :attr:`Mutex.fencing_token`); NotOwnerError if not held."""
+        return self._caller_lease_or_raise().fencing_token
+
+    def transaction(self) -> Transaction:
+        """A transaction that applies only while the lock is still held; otherwise
+        ``commit()`` applies nothing and raises LockLostError."""
+        return self._caller_lease_or_raise().transaction()
+
+    async def wait_lost(self) -> None:
+        """Wait until the held lease is lost (NotOwnerError if not held).
+
+        The lease is looked up when the wait starts, in the awaiting task: its
+        own lease, or else the one this object holds, so a holder may hand the
+        wait to a task of its own (as :meth:`Mutex.wait_lost`).
+        """
+        await self._caller_lease_or_raise().wait_lost()
 
     def hold(self, *, cancel_on_loss: bool = True, timeout: float | None = None) -> HoldContext:
         """``async with lock.hold():`` run a block that is cancelled if the lock is lost
         (as :meth:`Mutex.hold`)."""
-        return HoldContext(
-            self, self._hold_of_caller, cancel_on_loss=cancel_on_loss, timeout=timeout
-        )
+        holding = _SemaphoreMutexHolding(self, check_timeout(timeout, path=self.path))
+        return HoldContext(holding, cancel_on_loss=cancel_on_loss)
 
     async def __aenter__(self) -> SemaphoreMutex:
         await self.acquire()

@@ -73,11 +73,13 @@ from ..._exceptions import (
     CoordinationError,
     CorruptValueError,
     DataTooLargeError,
+    HoldLostError,
     InvalidArgumentError,
     InvalidPathError,
     NoConnectionError,
     NodeExistsError,
     NoNodeError,
+    NotOwnerError,
     OutcomeUnknownError,
     QueueEmptyError,
     SessionExpiredError,
@@ -86,6 +88,8 @@ from ..._exceptions import (
 from ..._session import (
     Client,
     ErrorPolicy,
+    Fence,
+    Transaction,
     Watch,
     call_with_retry,
     check_error_policy,
@@ -95,7 +99,7 @@ from ..._session import (
 )
 from ..._types import ACL, Codec, Stat
 from .._kit._args import default_node_data, recipe_path
-from .._kit._holding import Hold, LossMonitor, exit_loss_scope
+from .._kit._holding import Hold, HoldContext, LossMonitor
 from .._kit._waits import Deadline
 
 __all__ = [
@@ -417,6 +421,8 @@ class _Got(Generic[T]):
     marker: str | None = None
     owner: int = 0
     """The session owning the marker."""
+    czxid: int = 0
+    """The marker's creation zxid: the take's fencing token."""
 
 
 class _MarkerGone(Exception):
@@ -979,10 +985,11 @@ class _QueueBase(Generic[T]):
         token = b"%s %s" % (self._marker_data, uuid.uuid4().hex.encode())
         owner = 0
         try:
-            owner, read = await self._create_marker(marker, token, path)
-            if owner == 0:
+            marked, read = await self._create_marker(marker, token, path)
+            if marked is None:
                 cursor.lost(name)
                 return None
+            owner = marked.ephemeral_owner
             if read is None:
                 try:
                     read = await retry_on_connection_loss(
@@ -1021,15 +1028,15 @@ class _QueueBase(Generic[T]):
             raise
         # Checked above, with no await since: the marker is ours, in this session.
         cursor.won(name)
-        return _Got(path, data, value, marker, owner)
+        return _Got(path, data, value, marker, owner, marked.czxid)
 
     async def _create_marker(
         self, marker: str, token: bytes, path: str
-    ) -> tuple[int, tuple[bytes, Stat] | NoNodeError | None]:
+    ) -> tuple[Stat | None, tuple[bytes, Stat] | NoNodeError | None]:
         """Create our marker and read the item, in one round trip.
 
-        Returns the session owning the marker (0 if another consumer holds the
-        item) and the item as read right after (None if that read was lost).
+        Returns the marker's Stat (None if another consumer holds the item) and
+        the item as read right after (None if that read was lost).
         """
         client = self._client
         for _attempt in range(3):
@@ -1040,7 +1047,7 @@ class _QueueBase(Generic[T]):
                 .execute()
             )
             if isinstance(created, NodeExistsError):
-                return 0, None
+                return None, None
             if isinstance(created, NoNodeError):
                 await retry_on_connection_loss(client, lambda: self._make_path(self.lock_path))
                 continue
@@ -1053,24 +1060,25 @@ class _QueueBase(Generic[T]):
                 if found is not None:
                     return found, None
                 if created.sent:
-                    return 0, None  # someone else's marker, or none: move on
+                    return None, None  # someone else's marker, or none: move on
                 continue
             if isinstance(created, Exception):
                 raise created
             _created_path, stat = created
             if isinstance(read, NoNodeError) or not isinstance(read, Exception):
-                return stat.ephemeral_owner, read
-            return stat.ephemeral_owner, None
+                return stat, read
+            return stat, None
         raise NoNodeError(self.lock_path)
 
-    async def _find_marker(self, marker: str, token: bytes) -> int | None:
+    async def _find_marker(self, marker: str, token: bytes) -> Stat | None:
+        """Our marker's Stat, if it exists, holds our token and our session owns it."""
         client = self._client
         try:
             data, stat = await retry_on_connection_loss(client, lambda: client.get(marker))
         except NoNodeError:
             return None
         if data == token and stat.ephemeral_owner == client.session_id:
-            return stat.ephemeral_owner
+            return stat
         return None
 
     async def _release_marker(
@@ -1081,9 +1089,10 @@ class _QueueBase(Generic[T]):
         if owner is None:
             if token is None:
                 return
-            owner = await self._find_marker(marker, token)
-            if owner is None:
+            found = await self._find_marker(marker, token)
+            if found is None:
                 return
+            owner = found.ephemeral_owner
         # Only in the session that owns it: markers of one item share a name, and
         # a delete that waited into a new session would remove the next taker's.
         with (
@@ -1329,69 +1338,40 @@ def _consume(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
-class QueueTake(Generic[T]):
-    """What :meth:`Queue.take` returns: ``async with`` it to work on one item at
-    least once (see there). ``node`` is the item's path once taken."""
+class _Taking(Generic[T]):
+    """A queue take's side of :class:`HoldContext`: mark an item, then commit or
+    give it back."""
 
-    def __init__(self, queue: _QueueBase[T], timeout: float | None, cancel_on_loss: bool) -> None:
-        self._queue = queue
+    def __init__(self, queue: _QueueBase[T], timeout: float | None) -> None:
+        self.queue = queue
         self._timeout = timeout
-        self._cancel_on_loss = cancel_on_loss
-        self._got: _Got[T] | None = None
-        self._hold: Hold | None = None
-        self._scope: anyio.CancelScope | None = None
+        self.path = queue.path
+        self.got: _Got[T] | None = None
+        self.hold: Hold | None = None
+        self._item = queue.path
+        """The item's path, for the error (the last one taken)."""
 
-    def __repr__(self) -> str:
-        got = self._got
-        state = "waiting" if got is None else f"holding {got.path!r}"
-        if self._hold is not None and self._hold.lost:
-            state = f"lost {got.path!r}" if got is not None else "lost"
-        return f"<QueueTake {self._queue.path!r} {state}>"
-
-    @property
-    def node(self) -> str | None:
-        """The item's path while it is held (None before and after)."""
-        return None if self._got is None else self._got.path
-
-    @property
-    def lost(self) -> bool:
-        """Whether the hold on the item was lost (its block is then cancelled)."""
-        return self._hold is not None and self._hold.lost
-
-    async def __aenter__(self) -> T:
-        if self._got is not None:
-            raise RuntimeError("this take is already holding an item: use a new take()")
-        queue = self._queue
+    async def take_hold(self) -> tuple[T, Hold]:
+        queue = self.queue
         got = await queue._next(self._timeout, mark=True)
         # No await from the decision to here: the monitor judges every transition.
         hold = Hold()
         queue._monitor.add(hold, got.owner)
-        self._got, self._hold = got, hold
-        if self._cancel_on_loss:
-            self._scope = anyio.CancelScope()
-            self._scope.__enter__()
-            hold.add_scope(self._scope)
-        return got.value
+        self.got, self.hold, self._item = got, hold, got.path
+        return got.value, hold
 
-    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        # None, as HoldContext's: the scope swallows only the cancellation a loss
-        # caused, and a loss always raises TakeLostError here.
-        got, hold = self._got, self._hold
-        assert got is not None and hold is not None and got.marker is not None
-        queue = self._queue
+    async def end_hold(self, hold: Hold, *, completed: bool) -> None:
+        got = self.got
+        assert got is not None and got.marker is not None
+        queue = self.queue
         marker = got.marker
 
         async def release() -> None:
             await queue._release_marker(marker, got.owner)
 
-        suppress = False
         try:
-            if self._scope is not None:
-                hold.remove_scope(self._scope)
-                suppress = exit_loss_scope(self._scope, exc_type, exc, tb)
-                self._scope = None
             queue._monitor.discard(hold)
-            if exc_type is None and not hold.lost:
+            if completed:
                 try:
                     await queue._commit(got)
                 except BaseException:
@@ -1400,10 +1380,90 @@ class QueueTake(Generic[T]):
             else:
                 await run_cleanup(queue._client, release)
         finally:
-            self._got = None
-        if hold.lost and (exc_type is None or suppress):
+            self.got = None
+
+    def lost_error(self, reason: str) -> HoldLostError:
+        return TakeLostError(self._item, reason)
+
+
+class QueueTake(HoldContext[T]):
+    """What :meth:`Queue.take` returns: ``async with`` it to work on one item at
+    least once (see there).
+
+    While the block runs, the take is a holder: ``node`` is the item's path,
+    ``is_held`` and ``await wait_lost()`` tell of a loss, and :meth:`fence`,
+    :attr:`fencing_token` and :meth:`transaction` fence what the consumer does
+    with the item. ``take.transaction()`` already deletes the item: committing
+    it records the item's effect and completes the take in one step, and a
+    consumer that lost its take is refused (TakeLostError)::
+
+        take = queue.take()
+        async with take as item:
+            await take.transaction().create("/done/" + key, result).commit()
+    """
+
+    def __init__(self, queue: _QueueBase[T], timeout: float | None, cancel_on_loss: bool) -> None:
+        self._taking = _Taking(queue, timeout)
+        super().__init__(self._taking, cancel_on_loss=cancel_on_loss)
+
+    def __repr__(self) -> str:
+        got = self._taking.got
+        state = "waiting" if got is None else f"holding {got.path!r}"
+        if self.lost:
+            state = f"lost {got.path!r}" if got is not None else "lost"
+        return f"<QueueTake {self._taking.queue.path!r} {state}>"
+
+    @property
+    def node(self) -> str | None:
+        """The item's path while it is held (None before and after)."""
+        got = self._taking.got
+        return None if got is None else got.path
+
+    @property
+    def is_held(self) -> bool:
+        """Whether the block holds its item and has not lost it."""
+        return self._taking.got is not None and not self.lost
+
+    def _held(self) -> _Got[T]:
+        got = self._taking.got
+        if got is None:
+            raise NotOwnerError(f"this take from {self._taking.queue.path!r} holds no item")
+        hold = self._taking.hold
+        if hold is not None and hold.lost:
             raise TakeLostError(got.path, hold.reason)
-        assert not suppress, "the scope is cancelled only by a loss"
+        return got
+
+    async def wait_lost(self) -> None:
+        """Wait until the take loses its item (at once if it already has;
+        NotOwnerError outside the block)."""
+        hold = self._taking.hold
+        if self._taking.got is None or hold is None:
+            raise NotOwnerError(f"this take from {self._taking.queue.path!r} holds no item")
+        await hold.wait_lost()
+
+    def fence(self) -> Fence:
+        """Proof of holding the item, for any transaction to require: it applies only
+        while our marker exists, sent in the session that made it (markers of one
+        item share a name, so existence alone would not tell ours from the next
+        taker's). A failed guard raises TakeLostError. NotOwnerError outside the
+        block."""
+        got = self._held()
+        assert got.marker is not None
+        return Fence(got.marker, got.path, lost_error=TakeLostError, session_id=got.owner)
+
+    @property
+    def fencing_token(self) -> int:
+        """A number that grows with every take of every item of this queue: the
+        marker's creation zxid (errors as :meth:`fence`)."""
+        return self._held().czxid
+
+    def transaction(self) -> Transaction:
+        """A transaction guarded by :meth:`fence` that already deletes the item: add
+        the item's effect and ``commit()`` to complete the take atomically (leaving
+        the block then only removes the marker)."""
+        got = self._held()
+        client = self._taking.queue._client
+        return client.transaction().guard(self.fence()).delete(got.path)
 
 
 class Queue(_QueueBase[T]):
