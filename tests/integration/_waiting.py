@@ -24,3 +24,14 @@ async def waiting(client: aiocoord.Client, watches: int = 1) -> None:
             return
         await settle(client)
     raise AssertionError(f"no consumer of {client!r} is waiting on a watch")
+
+
+async def written(client: aiocoord.Client, count: int = 1) -> None:
+    """Return once ``count`` requests of ``client`` are written and unanswered (its
+    server paused, or a proxy holding them): a request that has left."""
+    for _ in range(10_000):
+        connection = client._engine._conn
+        if connection is not None and connection.in_flight >= count:
+            return
+        await asyncio.sleep(0)  # the request goes out from another task's next step
+    raise AssertionError(f"{client!r} never had {count} requests in flight")

@@ -34,6 +34,13 @@ class StateLog:
 
 
 @pytest.fixture
+def idle_client() -> aiocoord.Client:
+    """A client that is never started: bad input must be refused before anything
+    is sent (a request would raise instead)."""
+    return aiocoord.connect("127.0.0.1:1")
+
+
+@pytest.fixture
 def state_log() -> Callable[[aiocoord.Client], StateLog]:
     return StateLog
 

@@ -221,8 +221,8 @@ async def test_atomic_int_and_bytes(coord: aiocoord.Client) -> None:
     assert (await blob.get()).post_value == b"x"
 
 
-async def test_bad_input_is_refused_before_sending() -> None:
-    client = aiocoord.connect("127.0.0.1:1")  # never started: nothing can be sent
+async def test_bad_input_is_refused_before_sending(idle_client: aiocoord.Client) -> None:
+    client = idle_client
     with pytest.raises(aiocoord.InvalidPathError):
         AtomicLong(client, "no-slash")
     counter = AtomicLong(client, "/x")
@@ -296,6 +296,14 @@ async def test_totals_hold_through_restarts_and_expiry(
     """succeeded <= final <= succeeded + unknown, with unknown only from cut writes."""
     succeeded = unknown = 0
     stop = asyncio.Event()
+    progressed = asyncio.Event()
+
+    async def made_progress(count: int = 3) -> None:
+        """Return once ``count`` more increments have succeeded."""
+        goal = succeeded + count
+        while succeeded < goal:
+            progressed.clear()
+            await progressed.wait()
 
     async def worker(client: aiocoord.Client) -> None:
         nonlocal succeeded, unknown
@@ -310,6 +318,7 @@ async def test_totals_hold_through_restarts_and_expiry(
                 continue  # nothing applied: the write never left
             assert r.succeeded
             succeeded += 1
+            progressed.set()
 
     async with (
         aiocoord.connect(private_zookeeper.connect_string, session_timeout=4) as a,
@@ -318,16 +327,16 @@ async def test_totals_hold_through_restarts_and_expiry(
         log = state_log(a)
         workers = [asyncio.create_task(worker(c)) for c in (a, b) for _ in range(4)]
         for _ in range(2):
-            await asyncio.sleep(0.3)
+            await made_progress()
             drop_connection(a)
-            await asyncio.sleep(0.3)
+            await made_progress()
             await private_zookeeper.stop()
             await log.wait_for(aiocoord.ConnectionState.SUSPENDED, count=len(log.states) and 1)
             await private_zookeeper.start()
             await a.wait_connected(10)
             await b.wait_connected(10)
             await expire_session(b)
-        await asyncio.sleep(0.3)
+        await made_progress()
         stop.set()
         await asyncio.gather(*workers)
         final = (await AtomicLong(a, "/faults").get()).post_value

@@ -268,8 +268,8 @@ async def test_a_session_lost_between_and_during_calls_loses_nothing(started) ->
     assert applied <= total <= applied + unknown, (applied, unknown, total)
 
 
-async def test_bad_input_is_refused_before_anything_is_sent() -> None:
-    client = aiocoord.connect("127.0.0.1:1")  # never started
+async def test_bad_input_is_refused_before_anything_is_sent(idle_client: aiocoord.Client) -> None:
+    client = idle_client
     bad: list[tuple[type[Exception], Callable[[], object]]] = [
         (ValueError, lambda: ShardedCounter(client, "/c", upper=10, shards=0)),
         (ValueError, lambda: ShardedCounter(client, "/c", upper=10, shards=100_000)),

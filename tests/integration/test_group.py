@@ -497,12 +497,6 @@ async def test_wait_member_needs_a_running_member(started) -> None:
 # --- input ------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def idle_client() -> aiocoord.Client:
-    """Never started: bad input must be refused before anything is sent."""
-    return aiocoord.connect("127.0.0.1:1")
-
-
 @pytest.mark.parametrize("path", ["", "group", "/group/", "/", "/a//b", "/a/./b", "/a\x00"])
 def test_a_bad_group_path_is_refused(idle_client: aiocoord.Client, path: str) -> None:
     with pytest.raises((InvalidPathError, ValueError)):

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from _curator import kill, read_line, send_line, start_curator
+from _exclusion import Exclusion
 
 import aiocoord
 from aiocoord import (
@@ -68,8 +69,7 @@ async def test_one_leader_at_a_time_across_four_clients_in_increasing_token_orde
     clients = await started(4)
     await clients[0].create("/record", b"0")
     store = FencedStore()
-    inside: list[str] = []  # who runs a leader's body right now, in this process
-    overlaps: list[list[str]] = []
+    exclusion = Exclusion()  # who runs a leader's body right now, in this process
     terms: list[tuple[str, int]] = []
     all_queued = asyncio.Event()
     enough = asyncio.Event()
@@ -78,10 +78,7 @@ async def test_one_leader_at_a_time_across_four_clients_in_increasing_token_orde
         election = LeaderElection(client, "/election", name)
 
         async def lead() -> None:
-            if inside:
-                overlaps.append([*inside, name])
-            inside.append(name)
-            try:
+            with exclusion.hold(name):
                 token = election.fencing_token
                 terms.append((name, token))
                 assert store.write(token, name)
@@ -89,8 +86,6 @@ async def test_one_leader_at_a_time_across_four_clients_in_increasing_token_orde
                 await election.transaction().set("/record", b"%d" % token).commit()
                 if len(terms) >= 12:
                     enough.set()
-            finally:
-                inside.remove(name)
 
         await election.run(lead)
 
@@ -100,7 +95,8 @@ async def test_one_leader_at_a_time_across_four_clients_in_increasing_token_orde
     await enough.wait()
     await stop(*tasks)
 
-    assert overlaps == [] and store.rejected == []
+    exclusion.assert_kept()
+    assert store.rejected == []
     tokens = [token for _name, token in terms]
     assert tokens == sorted(set(tokens)), "terms in strictly increasing token order"
     names = [name for name, _token in terms]
@@ -417,8 +413,10 @@ async def test_election_participants_in_queue_order_with_their_ids(started, chil
 
 
 @pytest.mark.parametrize("recipe", [LeaderLatch, LeaderElection])
-def test_constructors_refuse_bad_input_before_any_io(recipe: type) -> None:
-    client = aiocoord.connect("127.0.0.1:1")  # never started: nothing may be sent
+def test_constructors_refuse_bad_input_before_any_io(
+    recipe: type, idle_client: aiocoord.Client
+) -> None:
+    client = idle_client
     for path in ("", "election", "/election/", "/a//b", "/a/./b"):
         with pytest.raises(InvalidPathError):
             recipe(client, path)

@@ -102,8 +102,8 @@ async def test_clear_error_when_the_server_has_ttl_nodes_disabled() -> None:
             await Lease(client, "/nope", ttl=1, holder="x").try_acquire()
 
 
-def test_bad_arguments() -> None:
-    client = aiocoord.connect("127.0.0.1:1")
+def test_bad_arguments(idle_client: aiocoord.Client) -> None:
+    client = idle_client
     with pytest.raises(ValueError):
         Lease(client, "/x", ttl=0, holder="h")
     with pytest.raises(aiocoord.InvalidPathError):

@@ -9,6 +9,7 @@ import logging
 
 import anyio
 import pytest
+from _exclusion import Exclusion
 
 import aiocoord
 from aiocoord import ClientClosedError, LockLostError, Mutex
@@ -33,18 +34,15 @@ async def test_tasks_pass_the_lock_locally_one_node_fifo_and_growing_tokens(
     order: list[int] = []
     tokens: list[int] = []
     nodes: set[str] = set()
-    inside = 0
+    exclusion = Exclusion()
 
     async def task(i: int) -> None:
-        nonlocal inside
         async with lock:
-            inside += 1
-            assert inside == 1
-            order.append(i)
-            tokens.append(lock.fencing_token)
-            nodes.add(lock.node)
-            await asyncio.sleep(0)
-            inside -= 1
+            with exclusion.hold(i):
+                order.append(i)
+                tokens.append(lock.fencing_token)
+                nodes.add(lock.node)
+                await asyncio.sleep(0)
 
     async with lock:
         first_token = lock.fencing_token
@@ -52,6 +50,7 @@ async def test_tasks_pass_the_lock_locally_one_node_fifo_and_growing_tokens(
         await queued_here(lock, 20)
         assert len(await children_of(coord, "/lock")) == 1  # one node serves them all
     await asyncio.gather(*tasks)
+    exclusion.assert_kept(entries=20)
     assert order == list(range(20))  # in the order they asked
     assert len(nodes) == 1
     assert tokens == sorted(set(tokens)) and tokens[0] > first_token

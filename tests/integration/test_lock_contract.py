@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 import pytest
+from _exclusion import Exclusion
 
 import aiocoord
 from aiocoord import (
@@ -110,25 +111,19 @@ async def contender_nodes(client: aiocoord.Client) -> list[str]:
 
 async def test_one_holder_at_a_time_across_clients_and_shared_objects(started, make_lock) -> None:
     clients = await started(3)
-    inside = 0
-    most = 0
-    entries = 0
+    exclusion = Exclusion()
 
     async def worker(lock: Any) -> None:
-        nonlocal inside, most, entries
         for _ in range(4):
             async with lock:
-                inside += 1
-                entries += 1
-                most = max(most, inside)
-                await asyncio.sleep(0)
-                await asyncio.sleep(0)
-                inside -= 1
+                with exclusion.hold(lock):
+                    await asyncio.sleep(0)  # let anyone who wrongly thinks they hold it in
+                    await asyncio.sleep(0)
 
     # Three tasks share each client's one lock object, as handlers of a web app do.
     locks = [make_lock(c, "/lock") for c in clients]
     await asyncio.gather(*(worker(lock) for lock in locks for _ in range(3)))
-    assert (entries, most) == (3 * 3 * 4, 1)
+    exclusion.assert_kept(entries=3 * 3 * 4)
     assert await contender_nodes(clients[0]) == []
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
+from _exclusion import Exclusion
 from _waiting import settle, waiting
 
 import aiocoord
@@ -58,16 +59,13 @@ async def test_tasks_queueing_together_share_listings_and_the_hand_off_lists_not
     n = 200
     lock = Mutex(coord, "/lock")
     order: list[int] = []
-    inside = 0
+    exclusion = Exclusion()
 
     async def waiter() -> None:
-        nonlocal inside
         async with lock:
-            inside += 1
-            assert inside == 1
-            order.append(sequence(lock.node))
-            await asyncio.sleep(0)
-            inside -= 1
+            with exclusion.hold():
+                order.append(sequence(lock.node))
+                await asyncio.sleep(0)
 
     listings = ListingCount(coord, "/lock", monkeypatch)
     async with lock:
@@ -76,6 +74,7 @@ async def test_tasks_queueing_together_share_listings_and_the_hand_off_lists_not
         queueing = listings.count
         assert queueing <= n // 4, f"{queueing} listings to queue {n} contenders"
     await asyncio.gather(*tasks)
+    exclusion.assert_kept(entries=n)
     assert order == sorted(order) and len(order) == n  # in queue order, each once
     # Every hand-off went to a task of this client that saw its predecessor,
     # a holder, deleted: nobody had to read the queue.

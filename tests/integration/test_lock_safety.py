@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+from _exclusion import Exclusion
 from _waiting import settle
 
 import aiocoord
@@ -35,8 +36,7 @@ class Section:
     """A critical section that records every entry made while someone else was inside."""
 
     def __init__(self) -> None:
-        self.inside: set[str] = set()
-        self.violations: list[tuple[str, set[str]]] = []
+        self.exclusion = Exclusion()
         self.entered: dict[str, asyncio.Event] = {}
         self.leave: dict[str, asyncio.Event] = {}
 
@@ -46,12 +46,9 @@ class Section:
 
     async def run(self, lock: Any, name: str) -> None:
         async with lock:
-            if self.inside:
-                self.violations.append((name, set(self.inside)))
-            self.inside.add(name)
-            self.entered[name].set()
-            await self.leave[name].wait()
-            self.inside.discard(name)
+            with self.exclusion.hold(name):
+                self.entered[name].set()
+                await self.leave[name].wait()
 
 
 async def _waiter_and_third_never_overlap(
@@ -95,7 +92,7 @@ async def _waiter_and_third_never_overlap(
     await section.entered["waiter"].wait()
     section.leave["waiter"].set()
     await asyncio.gather(waiter, third)
-    assert section.violations == []
+    section.exclusion.assert_kept()
 
 
 async def test_a_waiter_whose_session_expired_mid_wait_never_holds_alongside_another(

@@ -7,6 +7,8 @@ import asyncio
 
 import anyio
 import pytest
+from _exclusion import Exclusion
+from _waiting import written
 
 import aiocoord
 from aiocoord import (
@@ -29,36 +31,20 @@ async def take_and_release(lock: Mutex) -> int:
         return lock.fencing_token
 
 
-class Overlap:
-    """Counts holders inside a critical section; more than one is a violation."""
-
-    def __init__(self) -> None:
-        self.inside = 0
-        self.max_inside = 0
-        self.entries = 0
-
-    async def section(self) -> None:
-        self.inside += 1
-        self.entries += 1
-        self.max_inside = max(self.max_inside, self.inside)
-        await asyncio.sleep(0)  # let anyone who wrongly thinks they hold it in
-        await asyncio.sleep(0)
-        self.inside -= 1
-
-
 async def test_mutual_exclusion_across_clients_and_tasks(started, children_of) -> None:
     clients = await started(4)
-    overlap = Overlap()
+    exclusion = Exclusion()
 
     async def worker(client: aiocoord.Client) -> None:
         lock = Mutex(client, "/lock")
         for _ in range(5):
             async with lock:
-                await overlap.section()
+                with exclusion.hold(client):
+                    await asyncio.sleep(0)  # let anyone who wrongly thinks they hold it in
+                    await asyncio.sleep(0)
 
     await asyncio.gather(*(worker(c) for c in clients for _ in range(3)))
-    assert overlap.entries == 4 * 3 * 5
-    assert overlap.max_inside == 1
+    exclusion.assert_kept(entries=4 * 3 * 5)
     assert await children_of(clients[0], "/lock") == []
 
 
@@ -284,37 +270,30 @@ async def test_read_write_lock_shares_reads_and_excludes_writes(
     started,
 ) -> None:
     clients = await started(4)
-    readers_inside = 0
-    max_readers = 0
-    writers_inside = 0
-    violations = 0
+    exclusion = Exclusion()
+    shared = asyncio.Event()
 
     async def reader(client: aiocoord.Client) -> None:
-        nonlocal readers_inside, max_readers, violations
         lock = ReadWriteLock(client, "/rw").read_lock
-        for _ in range(4):
+        for i in range(4):
             async with lock:
-                readers_inside += 1
-                max_readers = max(max_readers, readers_inside)
-                violations += writers_inside
-                await asyncio.sleep(0.005)
-                readers_inside -= 1
+                with exclusion.hold(client, shared=True):
+                    if i == 0:
+                        await shared.wait()  # the first reads meet, before any writer queues
+                    await asyncio.sleep(0.005)  # time for a wrongly admitted writer to come in
 
     async def writer(client: aiocoord.Client) -> None:
-        nonlocal writers_inside, violations
         lock = ReadWriteLock(client, "/rw").write_lock
         for _ in range(4):
             async with lock:
-                writers_inside += 1
-                violations += readers_inside + (writers_inside - 1)
-                await asyncio.sleep(0.002)
-                writers_inside -= 1
+                with exclusion.hold(client):
+                    await asyncio.sleep(0.002)
 
-    await asyncio.gather(
-        *(reader(c) for c in clients for _ in range(2)), writer(clients[0]), writer(clients[1])
-    )
-    assert violations == 0
-    assert max_readers > 1  # reads really were shared
+    readers = [asyncio.create_task(reader(c)) for c in clients for _ in range(2)]
+    await exclusion.wait_inside(2)  # reads really are shared
+    shared.set()
+    await asyncio.gather(*readers, writer(clients[0]), writer(clients[1]))
+    exclusion.assert_kept(entries=8 * 4 + 2 * 4)
 
 
 async def test_waiting_writer_holds_back_later_readers(started, children_reach) -> None:
@@ -361,7 +340,7 @@ async def test_a_waiter_whose_create_reply_was_lost_leaves_no_orphan(
         private_zookeeper.pause()
         try:
             waiter = asyncio.create_task(take_and_release(Mutex(waiter_client, "/orphan")))
-            await asyncio.sleep(0.05)  # let its create (and listing) leave
+            await written(waiter_client)  # its create (and listing) left
             drop_connection(waiter_client)  # the replies are lost with the connection
         finally:
             private_zookeeper.resume()
@@ -384,7 +363,7 @@ async def test_release_survives_a_dropped_connection(
 
         async def cut_the_connection() -> None:
             try:
-                await asyncio.sleep(0.05)  # the delete is in flight
+                await written(client)  # the delete is in flight
                 drop_connection(client)  # ...and its reply is lost
             finally:
                 private_zookeeper.resume()

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from _curator import finish, start_curator, together
+from _exclusion import Exclusion
 from _waiting import settle, waiting
 
 import aiocoord
@@ -440,24 +441,20 @@ async def test_a_take_never_hands_one_item_to_two_consumers_at_once(started) -> 
     producer, *clients = await started(4)
     items = [b"%02d" % i for i in range(40)]
     await Queue(producer, "/alo-many").put_many(items)
-    holding: collections.Counter[bytes] = collections.Counter()
+    exclusion = Exclusion()
     finished: collections.Counter[bytes] = collections.Counter()
-    overlaps = 0
 
     async def taker(queue: Queue[bytes], rng: random.Random) -> None:
-        nonlocal overlaps
         with contextlib.suppress(QueueEmptyError):
             while True:
                 async with queue.take(timeout=0.5) as item:
-                    holding[item] += 1
-                    overlaps += holding[item] > 1
-                    await asyncio.sleep(rng.random() * 0.01)
-                    holding[item] -= 1
+                    with exclusion.hold(queue, key=item):
+                        await asyncio.sleep(rng.random() * 0.01)
                     finished[item] += 1
 
     rng = random.Random(7)
     await asyncio.gather(*(taker(Queue(c, "/alo-many"), rng) for c in clients for _ in range(2)))
-    assert overlaps == 0
+    exclusion.assert_kept()
     assert sorted(finished) == items and set(finished.values()) == {1}
 
 

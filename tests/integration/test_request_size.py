@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from _waiting import settle
 
 import aiocoord
 from aiocoord import ConnectionState, DataTooLargeError
@@ -217,7 +218,7 @@ async def test_oversize_mutex_data_fails_fast_and_other_locks_are_not_lost(
             assert info.value.request and info.value.size > LIMIT
             assert not big.is_held
         await assert_connection_untouched(coord, log, session)
-        await asyncio.sleep(0.1)
+        await settle(coord)  # a loss, had there been one, would be reported by now
         assert not lost.done()
         assert held.is_held
         participants = await held.participants()

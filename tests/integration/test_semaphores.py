@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from _exclusion import Exclusion
 
 import aiocoord
 from aiocoord import MultiLock, Mutex, NotOwnerError, Semaphore, SemaphoreMutex
@@ -15,24 +16,23 @@ pytestmark = pytest.mark.timeout(120)
 
 async def test_never_more_than_max_leases(started) -> None:
     clients = await started(4)
-    inside = 0
-    peak = 0
-    done = 0
+    exclusion = Exclusion(limit=3)
+    shared = asyncio.Event()
 
     async def worker(client: aiocoord.Client) -> None:
-        nonlocal inside, peak, done
         sem = Semaphore(client, "/sem", 3)
-        for _ in range(4):
+        for i in range(4):
             async with sem:
-                inside += 1
-                peak = max(peak, inside)
-                await asyncio.sleep(0.003)
-                inside -= 1
-                done += 1
+                with exclusion.hold(client):
+                    if i == 0:
+                        await shared.wait()  # the first leases meet (3 fit: no deadlock)
+                    await asyncio.sleep(0.003)  # time for a wrongly admitted fourth to come in
 
-    await asyncio.gather(*(worker(c) for c in clients for _ in range(2)))
-    assert done == 32 and peak <= 3
-    assert peak > 1  # leases really were shared
+    workers = [asyncio.create_task(worker(c)) for c in clients for _ in range(2)]
+    await exclusion.wait_inside(2)  # leases really are shared
+    shared.set()
+    await asyncio.gather(*workers)
+    exclusion.assert_kept(entries=32)
     assert await Semaphore(clients[0], "/sem", 3).lease_nodes() == []
 
 

@@ -8,6 +8,7 @@ import socket
 
 import anyio
 import pytest
+from _waiting import written
 
 import aiocoord
 from aiocoord import ConnectionLossError, ConnectionState, EventType, SessionExpiredError
@@ -135,7 +136,7 @@ async def test_request_in_flight_when_the_connection_drops_is_not_resent(
         private_zookeeper.pause()
         try:
             create = asyncio.create_task(client.create("/seq/n-", sequential=True))
-            await asyncio.sleep(0.05)  # let the request leave
+            await written(client)  # the request left
             drop_connection(client)
             with pytest.raises(ConnectionLossError) as info:
                 await create
@@ -159,7 +160,7 @@ async def test_protected_create_finds_its_node_after_a_lost_reply(
                 create = asyncio.create_task(
                     client.create("/p/lock-", ephemeral=True, sequential=True, protected=True)
                 )
-                await asyncio.sleep(0.05)
+                await written(client)
                 drop_connection(client)
             finally:
                 private_zookeeper.resume()

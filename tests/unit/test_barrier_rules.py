@@ -18,12 +18,6 @@ from aiocoord._recipes.barriers._barrier import (
     leave_decision,
 )
 
-
-@pytest.fixture
-def client() -> aiocoord.Client:
-    return aiocoord.connect("127.0.0.1:1")
-
-
 # --- enter ----------------------------------------------------------------------------
 
 

@@ -283,16 +283,18 @@ def test_a_listing_drops_children_that_went_and_asks_for_new_ones() -> None:
 # --- consumers ----------------------------------------------------------------------------------
 
 
-def _cache() -> TreeCache:
-    return TreeCache(aiocoord.connect("127.0.0.1:1"), "/c")
+@pytest.fixture
+def cache(client: aiocoord.Client) -> TreeCache:
+    return TreeCache(client, "/c")
 
 
 def _event(i: int) -> CacheEvent:
     return CacheEvent(UPDATED, f"/c/n{i}", b"%d" % i, stat(1, i + 1))
 
 
-async def test_a_consumer_that_falls_behind_is_told_then_resynced_then_follows() -> None:
-    cache = _cache()
+async def test_a_consumer_that_falls_behind_is_told_then_resynced_then_follows(
+    cache: TreeCache,
+) -> None:
     consumer = cache.events(max_buffer=3)
     for i in range(3):
         cache._emit(_event(i))
@@ -309,8 +311,7 @@ async def test_a_consumer_that_falls_behind_is_told_then_resynced_then_follows()
     assert consumer.dropped == 11
 
 
-async def test_a_consumer_reads_what_it_buffered_then_ends_with_the_cache() -> None:
-    cache = _cache()
+async def test_a_consumer_reads_what_it_buffered_then_ends_with_the_cache(cache: TreeCache) -> None:
     consumer = cache.events(max_buffer=5)
     cache._emit(_event(1))
     cache._finish(None)
@@ -318,8 +319,9 @@ async def test_a_consumer_reads_what_it_buffered_then_ends_with_the_cache() -> N
     assert [e async for e in cache.events()] == []  # made after the end: ended
 
 
-async def test_a_failed_cache_raises_its_error_to_consumers_after_their_events() -> None:
-    cache = _cache()
+async def test_a_failed_cache_raises_its_error_to_consumers_after_their_events(
+    cache: TreeCache,
+) -> None:
     consumer = cache.events()
     cache._emit(_event(1))
     cache._finish(aiocoord.NoAuthError("/c/secret"))
@@ -330,8 +332,7 @@ async def test_a_failed_cache_raises_its_error_to_consumers_after_their_events()
         await cache.wait_initialized()
 
 
-async def test_a_closed_consumer_hears_nothing_more() -> None:
-    cache = _cache()
+async def test_a_closed_consumer_hears_nothing_more(cache: TreeCache) -> None:
     consumer = cache.events()
     await consumer.aclose()
     cache._emit(_event(1))

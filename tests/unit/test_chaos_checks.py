@@ -994,7 +994,10 @@ async def test_the_worker_records_a_stray_cancellation_and_goes_on(tmp_path: Pat
     async def stray(_op_id: str) -> Outcome:
         raise asyncio.CancelledError  # a recipe's own cancellation, escaping
 
+    running = asyncio.Event()
+
     async def slow(_op_id: str) -> Outcome:
+        running.set()
         await asyncio.sleep(30)
         return Outcome("ok")
 
@@ -1003,7 +1006,7 @@ async def test_the_worker_records_a_stray_cancellation_and_goes_on(tmp_path: Pat
         assert outcome.status == "unknown"
         assert (outcome.error or "").startswith(STRAY_CANCEL)
         cancelled = asyncio.ensure_future(worker.op("mutex", "hold", slow))
-        await asyncio.sleep(0.01)
+        await running.wait()
         cancelled.cancel()  # a real cancellation is obeyed
         with pytest.raises(asyncio.CancelledError):
             await cancelled

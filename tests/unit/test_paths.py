@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 import aiocoord
@@ -59,9 +61,11 @@ def test_join_parent_basename() -> None:
     assert basename("/a/b") == "b"
 
 
-async def test_client_checks_input_before_touching_the_network() -> None:
+async def test_client_checks_input_before_touching_the_network(
+    new_client: Callable[..., aiocoord.Client],
+) -> None:
     # Never started: any attempt to send would raise RuntimeError instead.
-    client = aiocoord.connect("127.0.0.1:1", max_data_size=10)
+    client = new_client(max_data_size=10)
     with pytest.raises(InvalidPathError):
         await client.create("no-slash")
     with pytest.raises(InvalidPathError):

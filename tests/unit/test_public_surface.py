@@ -250,12 +250,6 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
 (the other dataclasses, named tuples and enums are left to the coverage test below)."""
 
 
-@pytest.fixture
-def client() -> aiocoord.Client:
-    """A client that is never started: constructing it (and recipes on it) sends nothing."""
-    return aiocoord.connect("127.0.0.1:1")
-
-
 def _check_repr(text: str, name: str, fragments: tuple[str, ...]) -> None:
     assert " object at 0x" not in text, text
     assert name in text, text

@@ -205,12 +205,6 @@ def test_consumers_that_lost_together_spread_out_instead_of_colliding() -> None:
 # --- construction and the errors it raises ----------------------------------------------------
 
 
-@pytest.fixture
-def client() -> aiocoord.Client:
-    """Never started: nothing here may touch the network."""
-    return aiocoord.connect("127.0.0.1:1")
-
-
 def test_constructors_check_their_input_before_any_io(client: aiocoord.Client) -> None:
     with pytest.raises(InvalidPathError):
         aiocoord.Queue(client, "jobs")

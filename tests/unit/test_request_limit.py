@@ -113,7 +113,9 @@ async def test_a_transaction_is_judged_as_one_request() -> None:
     assert transport.written == [] and conn.in_flight == 0
 
 
-async def test_the_default_limit_is_the_servers_default_jute_maxbuffer() -> None:
+async def test_the_default_limit_is_the_servers_default_jute_maxbuffer(
+    client: aiocoord.Client,
+) -> None:
     conn = Connection(lambda frame: None, lambda conn: None)
     transport = RecordingTransport()
     conn.connection_made(transport)
@@ -123,7 +125,6 @@ async def test_the_default_limit_is_the_servers_default_jute_maxbuffer() -> None
     conn.submit(sized_create("/fits", 1024 * 1024 - 1)).cancel()
     assert len(transport.written[0]) == 1024 * 1024 + 3  # the 4-byte prefix, then the rest
     conn.close()
-    client = aiocoord.connect("127.0.0.1:1")
     assert client.max_data_size == 1024 * 1024 - 1
     client.max_data_size = 10  # not connected: applies to the next connection
     assert client.max_data_size == 10
