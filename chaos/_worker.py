@@ -569,10 +569,10 @@ class Worker:
         section = _Section()
         try:
             leases = await semaphore.acquire(1, timeout=ACQUIRE_TIMEOUT)
+        except aiocoord.OperationTimeoutError:
+            return Outcome("fail", "timeout", section.value(lost=False))
         except CoordinationError as error:
             return Outcome("fail", _name(error), section.value(lost=False))
-        if leases is None:
-            return Outcome("fail", "timeout", section.value(lost=False))
         lease = leases[0]
         lost = False
         try:
@@ -700,7 +700,7 @@ class Worker:
         its lock's fencing token (begin a, begin b, end b, end a)."""
         section = _Section()
         try:
-            if not await multi.acquire(ACQUIRE_TIMEOUT):
+            if not await multi.acquire(timeout=ACQUIRE_TIMEOUT):
                 return Outcome("fail", "timeout", section.value(lost=False))
         except CoordinationError as error:
             return Outcome("fail", _name(error), section.value(lost=False))
@@ -807,7 +807,7 @@ class Worker:
             try:
                 await latch.start()
                 started = True
-                if not await latch.wait_leader(ACQUIRE_TIMEOUT):
+                if not await latch.wait_leader(timeout=ACQUIRE_TIMEOUT):
                     return Outcome("fail", "timeout", section.value(lost=False))
                 section.t_acq = self.now()
                 section.token = latch.fencing_token
@@ -972,7 +972,7 @@ class Worker:
 
     async def barrier_enter(self, barrier: DoubleBarrier) -> Outcome:
         """Enter, giving up at once when the run stops (the others stop coming)."""
-        entering = asyncio.ensure_future(barrier.enter(BARRIER_TIMEOUT))
+        entering = asyncio.ensure_future(barrier.enter(timeout=BARRIER_TIMEOUT))
         stopped = asyncio.ensure_future(self.stopping.wait())
         try:
             await asyncio.wait({entering, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -992,7 +992,7 @@ class Worker:
     @staticmethod
     async def barrier_leave(barrier: DoubleBarrier) -> Outcome:
         try:
-            left = await barrier.leave(BARRIER_TIMEOUT)
+            left = await barrier.leave(timeout=BARRIER_TIMEOUT)
         except (BarrierBrokenError, CoordinationError) as error:
             return Outcome("fail", _name(error))
         return Outcome("ok") if left else Outcome("fail", "timeout")
@@ -1053,7 +1053,7 @@ class Worker:
 
         async def wait(gate: Barrier) -> Outcome:
             try:
-                released = await gate.wait_on_barrier(GATE_WAIT)
+                released = await gate.wait_on_barrier(timeout=GATE_WAIT)
             except CoordinationError as error:
                 return Outcome("unknown", _name(error))
             return Outcome("ok") if released else Outcome("fail", "timeout")
@@ -1175,7 +1175,7 @@ class Worker:
         """Take one item at least once: the block returning deletes it."""
         seen: dict[str, Any] = {}
         try:
-            async with queue.take(QUEUE_WAIT) as data:
+            async with queue.take(timeout=QUEUE_WAIT) as data:
                 seen |= {"item": data.decode(), "t_body": self.now(), "wall_ms": _wall_ms()}
                 await asyncio.sleep(rng.uniform(0.01, 0.1))
                 seen["t_end"] = self.now()

@@ -86,7 +86,7 @@ async def main() -> None:
             print("created ephemeral /alive; dropping the client's connection...")
             session = client.session_id
             drop_connection(client)
-            await client.wait_connected(10)
+            await client.wait_connected(timeout=10)
             print(
                 f"same session after reconnect: {client.session_id == session}; "
                 f"/alive exists: {await client.exists('/alive') is not None}"

@@ -170,9 +170,10 @@ async def _run_with_lease(
 ) -> int:
     what = f"a lease of {semaphore.path!r} (at most {semaphore.max_leases})"
     log.info("waiting for %s", what)
-    leases = await semaphore.acquire(1, args.timeout)
-    if leases is None:
-        raise _timed_out(what, args.timeout)
+    try:
+        leases = await semaphore.acquire(1, timeout=args.timeout)
+    except aiocoord.OperationTimeoutError as error:
+        raise _timed_out(what, args.timeout) from error
     lease = leases[0]
     try:
         session = client.session_id
@@ -287,17 +288,17 @@ async def barrier_command(args: argparse.Namespace, interrupts: Interrupts) -> i
         barrier = aiocoord.DoubleBarrier(client, args.path, args.members)
     async with connected(client, args):
         log.info("entering %r (%d members)", barrier.path, barrier.members)
-        if not await barrier.enter(args.timeout):
+        if not await barrier.enter(timeout=args.timeout):
             raise _timed_out(f"{barrier.members} members into {barrier.path!r}", args.timeout)
         try:
             log.info("all %d members entered %r", barrier.members, barrier.path)
             finished = await run_command(args.command, interrupts)
         except BaseException:
             with anyio.CancelScope(shield=True):
-                await barrier.leave(0)
+                await barrier.leave(timeout=0)
             raise
         log.info("leaving %r", barrier.path)
-        if not await barrier.leave(args.timeout):
+        if not await barrier.leave(timeout=args.timeout):
             raise _timed_out(f"every member out of {barrier.path!r}", args.timeout)
     return finished.status
 
@@ -317,7 +318,7 @@ async def queue_command(args: argparse.Namespace, interrupts: Interrupts) -> int
         return ExitCode.OK
     async with connected(client, args):
         try:
-            item = await queue.get(args.timeout)
+            item = await queue.get(timeout=args.timeout)
         except aiocoord.QueueEmptyError as error:
             raise CliError(ExitCode.TIMEOUT, str(error)) from error
     sys.stdout.buffer.write(item if args.raw or item.endswith(b"\n") else item + b"\n")

@@ -91,7 +91,7 @@ async def connected(client: aiocoord.Client, args: argparse.Namespace) -> AsyncI
     hosts = zk_hosts(args)
     try:
         with quiet_unless_verbose():
-            await client.start(args.connect_timeout)
+            await client.start(timeout=args.connect_timeout)
     except aiocoord.AuthFailedError as error:
         raise CliError(ExitCode.NO_PERMISSION, f"ZooKeeper at {hosts} refused --auth") from error
     except aiocoord.OperationTimeoutError as error:

@@ -81,7 +81,7 @@ class Client:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def start(self, timeout: float | None = None) -> None:
+    async def start(self, *, timeout: float | None = None) -> None:
         """Connect and wait for the first session (CONNECTED or READ_ONLY).
 
         Raises OperationTimeoutError (after closing) if no session was had within
@@ -176,7 +176,7 @@ class Client:
         """Every state transition from now on, as an async iterator (ends on close)."""
         return self._engine.states.subscribe()
 
-    async def wait_connected(self, timeout: float | None = None) -> bool:
+    async def wait_connected(self, *, timeout: float | None = None) -> bool:
         """Wait until connected; False if ``timeout`` passed first."""
         try:
             async with asyncio.timeout(check_timeout(timeout)):

@@ -31,6 +31,7 @@ from types import TracebackType
 
 import anyio
 
+from .._exceptions import OperationTimeoutError
 from ._fourletter import four_letter_word
 
 __all__ = [
@@ -492,12 +493,12 @@ class ZooKeeperServer:
     ) -> None:
         await self.aclose()
 
-    async def start(self, timeout: float = 30.0) -> None:
+    async def start(self, *, timeout: float = 30.0) -> None:
         """Start (or restart) the JVM and wait until it serves clients.
 
         Serving means ``ruok`` answers ``imok`` and ``srvr`` reports a mode; for an
         ensemble member that needs a quorum. Raises RuntimeError (with the end of
-        ``server.log``) if the JVM exits, TimeoutError after *timeout* seconds.
+        ``server.log``) if the JVM exits, OperationTimeoutError after *timeout* seconds.
         """
         if self._closed:
             raise RuntimeError(f"{self!r} is closed")
@@ -632,7 +633,7 @@ class ZooKeeperServer:
                 )
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError(
+                raise OperationTimeoutError(
                     f"ZooKeeper on {self.connect_string} not serving after {timeout:g}s "
                     f"(last: {last}); end of {self.log_path}:\n{self.log_tail()}"
                 )
@@ -812,7 +813,7 @@ class ZooKeeperServer:
         """Wait until ``srvr`` reports one of *modes*; return it.
 
         E.g. ``await member.wait_for_mode(READ_ONLY_MODE)`` once its quorum is gone
-        (with ``-Dreadonlymode.enabled=true`` among its ``jvm_args``). TimeoutError
+        (with ``-Dreadonlymode.enabled=true`` among its ``jvm_args``). OperationTimeoutError
         after *timeout* s; RuntimeError (with the end of the log) if the JVM exits.
         """
         if not modes:
@@ -832,7 +833,7 @@ class ZooKeeperServer:
             except (OSError, RuntimeError) as exc:
                 last = str(exc) or repr(exc)
             if time.monotonic() >= deadline:
-                raise TimeoutError(
+                raise OperationTimeoutError(
                     f"{self!r} not in mode {' or '.join(modes)} after {timeout:g}s (last: {last})"
                 )
             await anyio.sleep(0.05)
@@ -940,14 +941,14 @@ class ZooKeeperEnsemble:
     ) -> None:
         await self.aclose()
 
-    async def start(self, timeout: float = 60.0) -> None:
+    async def start(self, *, timeout: float = 60.0) -> None:
         """Start all members concurrently; return once each is leader or follower."""
         self._quorum.allocate()
         errors: list[Exception] = []
 
         async def start_one(member: ZooKeeperServer) -> None:
             try:
-                await member.start(timeout)
+                await member.start(timeout=timeout)
             except Exception as exc:
                 errors.append(exc)
 
@@ -989,7 +990,7 @@ class ZooKeeperEnsemble:
             if len(leaders) == 1:
                 return self.members[leaders[0] - 1]
             if time.monotonic() >= deadline:
-                raise TimeoutError(f"no single leader after {timeout:g}s: modes {modes}")
+                raise OperationTimeoutError(f"no single leader after {timeout:g}s: modes {modes}")
             await anyio.sleep(0.1)
 
     async def followers(self) -> list[ZooKeeperServer]:
@@ -997,7 +998,7 @@ class ZooKeeperEnsemble:
         modes = await self.modes()
         return [m for m in self.members if modes.get(m._myid) == "follower"]
 
-    async def wait_quorum(self, timeout: float = 30.0) -> ZooKeeperServer:
+    async def wait_quorum(self, *, timeout: float = 30.0) -> ZooKeeperServer:
         """Wait until one member leads and every running member serves; return the leader.
 
         Paused members are ignored (they cannot answer).
@@ -1011,7 +1012,7 @@ class ZooKeeperEnsemble:
             ):
                 return self.members[leaders[0] - 1]
             if time.monotonic() >= deadline:
-                raise TimeoutError(f"no quorum after {timeout:g}s: modes by myid {modes}")
+                raise OperationTimeoutError(f"no quorum after {timeout:g}s: modes by myid {modes}")
             await anyio.sleep(0.1)
 
     def _live_members(self) -> list[ZooKeeperServer]:

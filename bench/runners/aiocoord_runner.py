@@ -232,7 +232,7 @@ async def _barrier(args: RunArgs) -> Result:
                 violation = "a participant passed enter before the last one entered"
             stats.record("release", started, max(entered))
             async with asyncio.timeout(STOP_GRACE_S):
-                left = await asyncio.gather(*(b.leave(STOP_GRACE_S) for b in barriers))
+                left = await asyncio.gather(*(b.leave(timeout=STOP_GRACE_S) for b in barriers))
             if not all(left):
                 violation = "a participant's leave timed out"
             rounds += 1

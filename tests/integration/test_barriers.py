@@ -688,15 +688,17 @@ async def test_a_ready_node_left_by_a_round_that_crashed_does_not_open_the_next(
     await a.start()
     await b.start()
     entered = await asyncio.gather(
-        DoubleBarrier(a, "/crashed", 2).enter(10), DoubleBarrier(b, "/crashed", 2).enter(10)
+        DoubleBarrier(a, "/crashed", 2).enter(timeout=10),
+        DoubleBarrier(b, "/crashed", 2).enter(timeout=10),
     )
     assert entered == [True, True]
     await a.aclose()  # both crash inside: their nodes go, `ready` stays
     await b.aclose()
     assert await c.children("/crashed") == ["ready"]
-    assert not await DoubleBarrier(c, "/crashed", 2).enter(0.3)
+    assert not await DoubleBarrier(c, "/crashed", 2).enter(timeout=0.3)
     entered = await asyncio.gather(
-        DoubleBarrier(c, "/crashed", 2).enter(10), DoubleBarrier(d, "/crashed", 2).enter(10)
+        DoubleBarrier(c, "/crashed", 2).enter(timeout=10),
+        DoubleBarrier(d, "/crashed", 2).enter(timeout=10),
     )
     assert entered == [True, True]
 
@@ -709,22 +711,22 @@ async def test_a_late_entrant_waits_for_the_next_round_and_holds_nobody_up(
     own round), and the round's leavers must not wait for it."""
     a, b, c, d = await started(4)
     first = [DoubleBarrier(a, "/rounds", 2), DoubleBarrier(b, "/rounds", 2)]
-    assert await asyncio.gather(*(x.enter(10) for x in first)) == [True, True]
+    assert await asyncio.gather(*(x.enter(timeout=10) for x in first)) == [True, True]
 
     late = DoubleBarrier(c, "/rounds", 2)
-    assert not await late.enter(0)  # one look: the round inside is not its round
+    assert not await late.enter(timeout=0)  # one look: the round inside is not its round
     assert late.node is None and not late.is_entered
     assert sorted(await children_of(a, "/rounds")) == sorted(
         [name_of(x) for x in first] + ["ready"]
     )
 
-    entering = asyncio.create_task(late.enter(20))
+    entering = asyncio.create_task(late.enter(timeout=20))
     await settle(a, b, c)
     # Its own round has one participant so far: it may not pass, and it keeps no
     # node the leaving round would wait for.
-    assert await asyncio.gather(*(x.leave(10) for x in first)) == [True, True]
+    assert await asyncio.gather(*(x.leave(timeout=10) for x in first)) == [True, True]
     assert not entering.done()
     other = DoubleBarrier(d, "/rounds", 2)
-    assert await asyncio.gather(entering, other.enter(10)) == [True, True]
-    assert await asyncio.gather(late.leave(10), other.leave(10)) == [True, True]
+    assert await asyncio.gather(entering, other.enter(timeout=10)) == [True, True]
+    assert await asyncio.gather(late.leave(timeout=10), other.leave(timeout=10)) == [True, True]
     assert await children_of(a, "/rounds") == []

@@ -103,7 +103,7 @@ async def test_a_timed_out_or_cancelled_local_waiter_leaves_the_others_in_line(
     got: list[str] = []
 
     async def wait(name: str, timeout: float | None = None) -> bool:
-        if not await lock.acquire(timeout):
+        if not await lock.acquire(timeout=timeout):
             return False
         got.append(name)
         await lock.release()
@@ -130,7 +130,7 @@ async def test_try_acquire_is_false_while_a_task_of_ours_holds(coord: aiocoord.C
         return await lock.try_acquire()
 
     async with lock:
-        assert await lock.acquire(0)  # reentrant for the holder itself
+        assert await lock.acquire(timeout=0)  # reentrant for the holder itself
         await lock.release()
         assert not await asyncio.create_task(other_task())
     assert await asyncio.create_task(other_task()) is True

@@ -40,15 +40,16 @@ class _OneLease:
         self._semaphore = Semaphore(client, path, 1)
         self._leases: dict[asyncio.Task[Any] | None, aiocoord.SemaphoreLease] = {}
 
-    async def acquire(self, timeout: float | None = None) -> bool:
-        leases = await self._semaphore.acquire(1, timeout)
-        if leases is None:
+    async def acquire(self, *, timeout: float | None = None) -> bool:
+        try:
+            leases = await self._semaphore.acquire(1, timeout=timeout)
+        except aiocoord.OperationTimeoutError:
             return False
         self._leases[asyncio.current_task()] = leases[0]
         return True
 
     async def try_acquire(self) -> bool:
-        return await self.acquire(0)
+        return await self.acquire(timeout=0)
 
     async def release(self) -> None:
         await self._leases.pop(asyncio.current_task()).release()

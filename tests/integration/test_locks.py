@@ -237,7 +237,7 @@ async def test_wait_lost_completes_on_suspension_under_the_standard_policy(
         drop_connection(client)
         await asyncio.wait_for(lost, 5)
         assert not lock.is_held
-        await client.wait_connected(5)
+        await client.wait_connected(timeout=5)
         await lock.release()  # deletes the node once the session is back
         assert await children_of(client, "/std") == []
 

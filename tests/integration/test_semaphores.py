@@ -39,12 +39,13 @@ async def test_never_more_than_max_leases(started) -> None:
 async def test_acquire_many_and_release_one_by_one(coord: aiocoord.Client) -> None:
     sem = Semaphore(coord, "/many", 3)
     leases = await sem.acquire(2)
-    assert leases is not None and len(leases) == 2
+    assert len(leases) == 2
     assert len(await sem.lease_nodes()) == 2
-    assert await sem.acquire(2, timeout=0.2) is None  # only one left: all or nothing
+    with pytest.raises(aiocoord.OperationTimeoutError):
+        await sem.acquire(2, timeout=0.2)  # only one left: all or nothing
+    assert await sem.try_acquire(2) is None
     assert len(await sem.lease_nodes()) == 2
     one = await sem.acquire(1, timeout=1)
-    assert one is not None
     for lease in [*leases, *one]:
         await lease.release()
         await lease.release()  # idempotent

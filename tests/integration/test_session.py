@@ -386,7 +386,7 @@ async def test_requests_fail_within_the_request_timeout_while_zookeeper_is_down(
             await client.exists("/hits")
         assert caught.value.waited == 0.2
         await private_zookeeper.start()
-        assert await client.wait_connected(20)
+        assert await client.wait_connected(timeout=20)
         assert (await counter.get()).post_value == 1
 
 

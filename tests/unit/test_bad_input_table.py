@@ -904,25 +904,27 @@ BAD_TIMEOUTS: list[tuple[object, type[Exception]]] = [
 ]
 
 TIMEOUT_CALLS: dict[str, Callable[[aiocoord.Client, Any], Any]] = {
-    "Mutex.acquire": lambda c, t: Mutex(c, P).acquire(t),
+    "Mutex.acquire": lambda c, t: Mutex(c, P).acquire(timeout=t),
     "Mutex.hold": lambda c, t: Mutex(c, P).hold(timeout=t),
-    "ReadWriteLock.read_lock.acquire": lambda c, t: ReadWriteLock(c, P).read_lock.acquire(t),
-    "Semaphore.acquire": lambda c, t: Semaphore(c, P, 2).acquire(1, t),
-    "SemaphoreMutex.acquire": lambda c, t: SemaphoreMutex(c, P).acquire(t),
+    "ReadWriteLock.read_lock.acquire": lambda c, t: ReadWriteLock(c, P).read_lock.acquire(
+        timeout=t
+    ),
+    "Semaphore.acquire": lambda c, t: Semaphore(c, P, 2).acquire(1, timeout=t),
+    "SemaphoreMutex.acquire": lambda c, t: SemaphoreMutex(c, P).acquire(timeout=t),
     "SemaphoreMutex.hold": lambda c, t: SemaphoreMutex(c, P).hold(timeout=t),
-    "MultiLock.acquire": lambda c, t: MultiLock([Mutex(c, P)]).acquire(t),
-    "Barrier.wait_on_barrier": lambda c, t: Barrier(c, P).wait_on_barrier(t),
-    "DoubleBarrier.enter": lambda c, t: DoubleBarrier(c, P, 2).enter(t),
-    "DoubleBarrier.leave": lambda c, t: DoubleBarrier(c, P, 2).leave(t),
-    "LeaderLatch.wait_leader": lambda c, t: LeaderLatch(c, P).wait_leader(t),
+    "MultiLock.acquire": lambda c, t: MultiLock([Mutex(c, P)]).acquire(timeout=t),
+    "Barrier.wait_on_barrier": lambda c, t: Barrier(c, P).wait_on_barrier(timeout=t),
+    "DoubleBarrier.enter": lambda c, t: DoubleBarrier(c, P, 2).enter(timeout=t),
+    "DoubleBarrier.leave": lambda c, t: DoubleBarrier(c, P, 2).leave(timeout=t),
+    "LeaderLatch.wait_leader": lambda c, t: LeaderLatch(c, P).wait_leader(timeout=t),
     "LeaderElection.hold": lambda c, t: LeaderElection(c, P).hold(timeout=t),
-    "Queue.get": lambda c, t: Queue(c, P).get(t),
-    "Queue.take": lambda c, t: Queue(c, P).take(t),
+    "Queue.get": lambda c, t: Queue(c, P).get(timeout=t),
+    "Queue.take": lambda c, t: Queue(c, P).take(timeout=t),
     "Queue.put": lambda c, t: Queue(c, P, max_items=1).put(b"x", timeout=t),
     "PromotedToLock(max_lock_time)": lambda c, t: AtomicLong(
         c, P, promoted_to_lock=PromotedToLock("/l", t)
     ),
-    "client.wait_connected": lambda c, t: c.wait_connected(t),
+    "client.wait_connected": lambda c, t: c.wait_connected(timeout=t),
     "client.request_timeout": lambda c, t: c.request_timeout(t),
 }
 
@@ -989,7 +991,7 @@ def seconds_cases() -> Iterator[Case]:
     ):
         yield Case(
             f"client.start(timeout={value!r})",
-            lambda c, v=value: new_client().start(v),
+            lambda c, v=value: new_client().start(timeout=v),
             error,
             ("timeout",),
         )

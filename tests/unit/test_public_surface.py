@@ -195,7 +195,7 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
     ),
     (
         "DoubleBarrierEntry",
-        lambda client: aiocoord.DoubleBarrier(client, "/race", 5).enter(2.0),
+        lambda client: aiocoord.DoubleBarrier(client, "/race", 5).enter(timeout=2.0),
         ("'/race'", "timeout=2.0"),
     ),
     (

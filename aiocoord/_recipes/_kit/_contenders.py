@@ -319,7 +319,7 @@ class Contender:
         """The session that owns our node (its ephemeral owner)."""
         self._listing: list[str] | _Listing | None = None
 
-    async def acquire(self, timeout: float | None = None) -> bool:
+    async def acquire(self, *, timeout: float | None = None) -> bool:
         """Queue up and wait until the rule says we hold; False if ``timeout`` passed.
 
         ``timeout`` bounds the waiting, not the first look: the node is always

@@ -196,7 +196,7 @@ class Barrier:
         """Open the gate: delete the node; every waiter goes through. Already open is fine."""
         await delete_quietly(self._client, self.path)
 
-    async def wait_on_barrier(self, timeout: float | None = None) -> bool:
+    async def wait_on_barrier(self, *, timeout: float | None = None) -> bool:
         """Wait until the barrier is removed (True at once if it is not set).
 
         False if ``timeout`` seconds passed first; ``timeout=0`` looks once.
@@ -233,8 +233,8 @@ class DoubleBarrier:
             ...                       # everyone is in here together
         # here every participant has left
 
-    or, as Curator has it, ``await barrier.enter(timeout)`` and
-    ``await barrier.leave(timeout)``, each True once done and False if
+    or, as Curator has it, ``await barrier.enter(timeout=t)`` and
+    ``await barrier.leave(timeout=t)``, each True once done and False if
     ``timeout`` passed first.
 
     Failures: a timed-out, cancelled or failed enter or leave deletes our node
@@ -291,18 +291,18 @@ class DoubleBarrier:
         """This participant's node (``<path>/<uuid>``) while it has one, else None."""
         return self._node
 
-    def enter(self, timeout: float | None = None) -> DoubleBarrierEntry:
+    def enter(self, *, timeout: float | None = None) -> DoubleBarrierEntry:
         """Enter: wait until ``members`` participants have entered.
 
-        ``await barrier.enter(timeout)`` returns True once they have, False
+        ``await barrier.enter(timeout=t)`` returns True once they have, False
         if ``timeout`` passed first (``timeout=0`` looks once). ``async with
-        barrier.enter(timeout):`` runs its block between entering and leaving
+        barrier.enter(timeout=t):`` runs its block between entering and leaving
         (see :class:`DoubleBarrierEntry`). Entering again before leaving is a
         RuntimeError.
         """
-        return DoubleBarrierEntry(self, check_timeout(timeout, path=self.path))
+        return DoubleBarrierEntry(self, timeout=check_timeout(timeout, path=self.path))
 
-    async def leave(self, timeout: float | None = None) -> bool:
+    async def leave(self, *, timeout: float | None = None) -> bool:
         """Leave: delete our node and wait until every participant has left.
 
         True once all have; False if ``timeout`` passed first (our node is
@@ -675,7 +675,7 @@ class DoubleBarrierEntry(Coroutine[Any, Any, bool]):
 
     __slots__ = ("_barrier", "_entering", "_timeout")
 
-    def __init__(self, barrier: DoubleBarrier, timeout: float | None) -> None:
+    def __init__(self, barrier: DoubleBarrier, *, timeout: float | None) -> None:
         self._barrier = barrier
         self._timeout = timeout
         self._entering: Coroutine[Any, Any, bool] | None = None
@@ -729,7 +729,7 @@ class DoubleBarrierEntry(Coroutine[Any, Any, bool]):
         if exc_type is not None:
             await barrier._discard()
             return
-        if not await barrier.leave(self._timeout):
+        if not await barrier.leave(timeout=self._timeout):
             raise OperationTimeoutError(
                 f"not every participant left {barrier.path!r} within {self._timeout} s"
             )

@@ -290,7 +290,7 @@ async def _run_cas(
     start = time.monotonic()
     lock = Mutex(engine.client, promoted.lock_path, acl=engine.acl)
     try:
-        if await lock.acquire(promoted.max_lock_time):
+        if await lock.acquire(timeout=promoted.max_lock_time):
             try:
                 outcome = await _tries(engine, make, promoted.retry, stats, promoted=True)
             finally:

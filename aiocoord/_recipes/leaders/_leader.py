@@ -429,7 +429,7 @@ class LeaderLatch:
                 f"leader latch {self.path!r} is not started: use 'async with' or start()"
             )
 
-    async def wait_leader(self, timeout: float | None = None) -> bool:
+    async def wait_leader(self, *, timeout: float | None = None) -> bool:
         """Wait until this participant leads: True; False if ``timeout`` passed first
         (Curator's ``await``).
 
@@ -549,7 +549,7 @@ class _ElectionHolding:
         self._stopping = False
         contender = election._new_contender()
         try:
-            if not await contender.acquire(self._timeout):
+            if not await contender.acquire(timeout=self._timeout):
                 raise OperationTimeoutError(
                     f"did not become leader of {election.path!r} within {self._timeout} s"
                 )

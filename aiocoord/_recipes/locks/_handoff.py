@@ -131,7 +131,7 @@ class LocalQueue:
         self._busy = True
         contender = self._owner.new_contender()
         try:
-            held = await contender.acquire(timeout)
+            held = await contender.acquire(timeout=timeout)
         except BaseException:
             self._node_gone()
             raise

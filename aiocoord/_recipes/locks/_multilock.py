@@ -19,10 +19,10 @@ _LOCKABLE = ("acquire", "release", "fence")
 
 
 class Lockable(Protocol):
-    """Anything with ``acquire(timeout) -> bool``, ``release()`` and ``fence()``:
+    """Anything with ``acquire(*, timeout) -> bool``, ``release()`` and ``fence()``:
     every lock here."""
 
-    async def acquire(self, timeout: float | None = None) -> bool:
+    async def acquire(self, *, timeout: float | None = None) -> bool:
         """Wait for the lock; False if ``timeout`` seconds passed first (``0``: try once)."""
 
     async def release(self) -> None:
@@ -59,7 +59,7 @@ class MultiLock:
         # Per task, one entry per acquire() not yet released.
         self._taken: dict[asyncio.Task[Any] | None, list[list[Lockable]]] = {}
 
-    async def acquire(self, timeout: float | None = None) -> bool:
+    async def acquire(self, *, timeout: float | None = None) -> bool:
         """Take every lock in order; False if ``timeout`` passed first (none kept then).
 
         ``timeout`` bounds the whole acquisition: each lock gets what is left of it.
@@ -69,7 +69,7 @@ class MultiLock:
         taken: list[Lockable] = []
         try:
             for lock in self._locks:
-                if not await lock.acquire(deadline.remaining()):
+                if not await lock.acquire(timeout=deadline.remaining()):
                     await _release_all(taken)
                     return False
                 taken.append(lock)
@@ -82,7 +82,7 @@ class MultiLock:
 
     async def try_acquire(self) -> bool:
         """Take every lock if each is free now; never wait."""
-        return await self.acquire(0)
+        return await self.acquire(timeout=0)
 
     async def release(self) -> None:
         """Undo the calling task's latest acquire: every lock, last taken first.

@@ -237,7 +237,7 @@ class Mutex:
     def _before_acquire(self, task: asyncio.Task[Any]) -> None:
         """Refuse an acquisition that could never be granted."""
 
-    async def acquire(self, timeout: float | None = None) -> bool:
+    async def acquire(self, *, timeout: float | None = None) -> bool:
         """Wait for the lock; False if ``timeout`` seconds passed first.
 
         ``timeout`` bounds the wait, not the first look at the queue:
@@ -266,7 +266,7 @@ class Mutex:
                 return False
         else:
             contender = self._contender_for(task)
-            if not await contender.acquire(timeout):
+            if not await contender.acquire(timeout=timeout):
                 return False
             try:
                 self._grant(task, contender, 0)
@@ -315,7 +315,7 @@ class Mutex:
 
     async def try_acquire(self) -> bool:
         """Take the lock if it is free now (one look at the queue); never wait."""
-        return await self.acquire(0)
+        return await self.acquire(timeout=0)
 
     async def release(self) -> None:
         """Release one hold of the calling task; the last one deletes the lock node.
@@ -557,7 +557,7 @@ class _MutexHolding:
 
     async def take_hold(self) -> tuple[None, Hold]:
         mutex = self._mutex
-        if not await mutex.acquire(self._timeout):
+        if not await mutex.acquire(timeout=self._timeout):
             raise OperationTimeoutError(f"could not acquire {self.path!r} in {self._timeout} s")
         hold = mutex._hold_of_caller()
         assert hold is not None

@@ -159,7 +159,7 @@ class _SemaphoreMutexHolding:
 
     async def take_hold(self) -> tuple[None, Hold]:
         lock = self._lock
-        if not await lock.acquire(self._timeout):
+        if not await lock.acquire(timeout=self._timeout):
             raise OperationTimeoutError(f"could not acquire {self.path!r} in {self._timeout} s")
         return None, lock._caller_lease_or_raise()
 
@@ -217,15 +217,25 @@ class Semaphore:
         # Leases from acquire() are the caller's to track: only the limit is shown.
         return f"<Semaphore {self.path!r} max_leases={self.max_leases}>"
 
-    async def acquire(
-        self, n: int = 1, timeout: float | None = None
-    ) -> list[SemaphoreLease] | None:
-        """Wait for ``n`` leases; None if ``timeout`` passed first (nothing is kept then).
+    async def acquire(self, n: int = 1, *, timeout: float | None = None) -> list[SemaphoreLease]:
+        """Wait for ``n`` leases; OperationTimeoutError if ``timeout`` passed first
+        (nothing is kept then).
 
-        ``timeout=0`` (as :meth:`try_acquire`) looks once and never waits.
-        Leases are taken one at a time; if anything fails part-way, the ones
-        already taken are released before the error propagates.
+        ``timeout=0`` looks once and never waits (:meth:`try_acquire` answers
+        None instead of raising). Leases are taken one at a time; if anything
+        fails part-way, the ones already taken are released before the error
+        propagates.
         """
+        leases = await self._acquire(n, timeout)
+        if leases is None:
+            raise OperationTimeoutError(
+                f"{n} of {self.max_leases} leases of semaphore {self.path!r} "
+                f"not granted within {timeout:g} s"
+            )
+        return leases
+
+    async def _acquire(self, n: int, timeout: float | None) -> list[SemaphoreLease] | None:
+        """``n`` leases, or None (nothing kept) if ``timeout`` passed first."""
         check_int(n, "n", path=self.path, minimum=1, maximum=self.max_leases)
         timeout = check_timeout(timeout, path=self.path)
         deadline = Deadline(timeout)
@@ -245,7 +255,7 @@ class Semaphore:
 
     async def try_acquire(self, n: int = 1) -> list[SemaphoreLease] | None:
         """Take ``n`` leases if they are free now; None (and nothing kept) if not."""
-        return await self.acquire(n, 0)
+        return await self._acquire(n, 0)
 
     async def _acquire_one(self, deadline: Deadline) -> SemaphoreLease | None:
         while True:
@@ -264,7 +274,7 @@ class Semaphore:
             with anyio.move_on_after(deadline.first_look(self._client)):
                 return await self._take_lease(deadline)
             return None
-        if not await self._mutex.acquire(deadline.remaining()):
+        if not await self._mutex.acquire(timeout=deadline.remaining()):
             return None
         lease: SemaphoreLease | None = None
         try:
@@ -339,7 +349,6 @@ class Semaphore:
 
     async def __aenter__(self) -> SemaphoreLease:
         leases = await self.acquire(1)
-        assert leases is not None
         self._entered.setdefault(current_task(), []).append(leases[0])
         return leases[0]
 
@@ -388,9 +397,9 @@ class SemaphoreMutex:
         # not be mistaken for the one another task took after it.
         self._leases: dict[asyncio.Task[Any], SemaphoreLease] = {}
 
-    async def acquire(self, timeout: float | None = None) -> bool:
+    async def acquire(self, *, timeout: float | None = None) -> bool:
         """Wait for the lock; False if ``timeout`` passed (``0``: try once)."""
-        leases = await self._semaphore.acquire(1, timeout)
+        leases = await self._semaphore._acquire(1, timeout)
         if leases is None:
             return False
         previous = self._leases.get(current_task())
@@ -403,7 +412,7 @@ class SemaphoreMutex:
 
     async def try_acquire(self) -> bool:
         """Take the lock if it is free now; never wait."""
-        return await self.acquire(0)
+        return await self.acquire(timeout=0)
 
     def _caller_lease_or_raise(self) -> SemaphoreLease:
         lease = self._lease_for_caller()

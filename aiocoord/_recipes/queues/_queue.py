@@ -1158,7 +1158,7 @@ class _QueueBase(Generic[T]):
         except (ConnectionLossError, SessionExpiredError, ClientClosedError):
             return None
 
-    def take(self, timeout: float | None = None, *, cancel_on_loss: bool = True) -> QueueTake[T]:
+    def take(self, *, timeout: float | None = None, cancel_on_loss: bool = True) -> QueueTake[T]:
         """``async with queue.take() as item:`` at-least-once: the item stays in
         ZooKeeper until the block returns.
 
@@ -1180,11 +1180,11 @@ class _QueueBase(Generic[T]):
         """
         timeout = check_timeout(timeout, path=self.path)
         check_flag(cancel_on_loss, "cancel_on_loss", path=self.path)
-        return QueueTake(self, timeout, cancel_on_loss)
+        return QueueTake(self, timeout=timeout, cancel_on_loss=cancel_on_loss)
 
     # --- getting ------------------------------------------------------------------
 
-    async def get(self, timeout: float | None = None) -> T:
+    async def get(self, *, timeout: float | None = None) -> T:
         """Take the next item, waiting for one; at most once.
 
         QueueEmptyError if ``timeout`` seconds pass first (``0`` looks once,
@@ -1208,7 +1208,7 @@ class _QueueBase(Generic[T]):
 
     async def get_nowait(self) -> T:
         """Take the next item if there is one now (one look); QueueEmptyError if not."""
-        return await self.get(0)
+        return await self.get(timeout=0)
 
     async def peek(self) -> T:
         """The item :meth:`get` would take next, left in the queue; QueueEmptyError if none."""
@@ -1402,7 +1402,9 @@ class QueueTake(HoldContext[T]):
             await take.transaction().create("/done/" + key, result).commit()
     """
 
-    def __init__(self, queue: _QueueBase[T], timeout: float | None, cancel_on_loss: bool) -> None:
+    def __init__(
+        self, queue: _QueueBase[T], *, timeout: float | None, cancel_on_loss: bool
+    ) -> None:
         self._taking = _Taking(queue, timeout)
         super().__init__(self._taking, cancel_on_loss=cancel_on_loss)
 
