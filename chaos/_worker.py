@@ -542,7 +542,7 @@ class Worker:
         await self.fenced_loop(driver, client, 0.3, pick)
 
     async def leader_loop(self, driver: str, client: aiocoord.Client) -> None:
-        election = LeaderElection(client, LEADER, f"{self.name}/{driver}")
+        election = LeaderElection(client, LEADER, participant_id=f"{self.name}/{driver}")
 
         def pick(rng: random.Random, store: StoreClient) -> _Step:
             return self.exclusive_step(
@@ -672,7 +672,7 @@ class Worker:
     async def lease_loop(self, driver: str, client: aiocoord.Client) -> None:
         """The Lease (a try-lock on TTL nodes, kept alive while held), fenced with its
         node's creation zxid. Taking it never waits: a held lease is a ``fail``."""
-        lease = Lease(client, LEASE, LEASE_TTL, f"{self.name}/{driver}")
+        lease = Lease(client, LEASE, LEASE_TTL, participant_id=f"{self.name}/{driver}")
 
         async def token() -> int | None:
             node = lease.node
@@ -780,7 +780,7 @@ class Worker:
         A term runs from leading (``wait_leader``) to leaving (``t_rel``) or to
         ``changes()`` yielding False (``t_lost``: the loss, which ends the section).
         """
-        latch = LeaderLatch(client, LATCH, f"{self.name}/{driver}")
+        latch = LeaderLatch(client, LATCH, participant_id=f"{self.name}/{driver}")
         section = _Section()
         gained, told = asyncio.Event(), asyncio.Event()
         t_lost: list[float] = []
@@ -1229,12 +1229,12 @@ class Worker:
                 member = rng.choice(self.members)
                 data = f"{self.name}-{next(self._serial)}".encode()
                 done = await self.op(
-                    "group", "update", lambda _op: update(member, data), id=member.member_id
+                    "group", "update", lambda _op: update(member, data), id=member.participant_id
                 )
-                self.data_sure[member.member_id] = done.status == "ok"
+                self.data_sure[member.participant_id] = done.status == "ok"
                 return
             member_id = f"{self.name}-{driver}-{next(serial)}"
-            member = GroupMember(client, GROUP, member_id, member_id.encode())
+            member = GroupMember(client, GROUP, participant_id=member_id, data=member_id.encode())
             joined = await self.op("group", "join", lambda _op: join(member), id=member_id)
             if joined.status == "ok":
                 await asyncio.sleep(rng.uniform(0.1, 0.8))
@@ -1347,9 +1347,9 @@ class Worker:
                 async with asyncio.timeout(CACHE_SETTLE):
                     await member.wait_member()
             if member.is_member:
-                alive[member.member_id] = {
+                alive[member.participant_id] = {
                     "data": member.data.hex(),
-                    "sure": self.data_sure.get(member.member_id, True),
+                    "sure": self.data_sure.get(member.participant_id, True),
                 }
         return {"type": "final", "what": "group-alive", "worker": self.name, "members": alive}
 
@@ -1456,7 +1456,7 @@ class Worker:
         await self.children_cache.start()
         for index, client in enumerate(self.clients):
             member_id = f"{self.name}-keep-{index}"
-            member = GroupMember(client, GROUP, member_id, member_id.encode())
+            member = GroupMember(client, GROUP, participant_id=member_id, data=member_id.encode())
             await member.start()
             self.members.append(member)
 

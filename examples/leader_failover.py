@@ -55,7 +55,7 @@ class Cluster:
         self.prepared: dict[str, aiocoord.Transaction] = {}
 
     async def worker(self, client: aiocoord.Client, name: str) -> None:
-        election = aiocoord.LeaderElection(client, "/election", name)
+        election = aiocoord.LeaderElection(client, "/election", participant_id=name)
         self.cancelled[name] = asyncio.Event()
 
         async def lead() -> None:

@@ -162,7 +162,7 @@ async def multi_lock_demo(clients: list[aiocoord.Client]) -> None:
 
 async def lease_demo(clients: list[aiocoord.Client]) -> None:
     leases = [
-        aiocoord.Lease(c, "/leases/scheduler", ttl=5, holder=f"node-{i}")
+        aiocoord.Lease(c, "/leases/scheduler", ttl=5, participant_id=f"node-{i}")
         for i, c in enumerate(clients)
     ]
     won = await asyncio.gather(*(lease.try_acquire() for lease in leases))
@@ -176,12 +176,12 @@ async def lease_demo(clients: list[aiocoord.Client]) -> None:
     await leases[winner].release()
 
     # A holder that stops renewing (hung, cut off) loses the lease after its TTL.
-    quiet = aiocoord.Lease(clients[0], "/leases/short", ttl=0.5, holder="quiet")
+    quiet = aiocoord.Lease(clients[0], "/leases/short", ttl=0.5, participant_id="quiet")
     assert await quiet.try_acquire()
     await quiet.wait_lost()  # nobody renews it: this returns once the TTL has passed
     # The holder's own clock runs out first (it counts from before its create),
     # others judge by the server's clock: a few tries bridge that gap.
-    successor = aiocoord.Lease(clients[1], "/leases/short", ttl=0.5, holder="next")
+    successor = aiocoord.Lease(clients[1], "/leases/short", ttl=0.5, participant_id="next")
     taken = False
     for _ in range(40):
         if taken := await successor.try_acquire():

@@ -53,9 +53,9 @@ async def main() -> None:
         clients = [aiocoord.connect(hosts, namespace=namespace) for _ in range(3)]
         try:
             await asyncio.gather(*(c.start() for c in clients))
-            api1 = GroupMember(clients[0], GROUP, "api-1", b"10.0.0.1:8080")
-            api2 = GroupMember(clients[1], GROUP, "api-2", b"10.0.0.2:8080")
-            api3 = GroupMember(clients[2], GROUP, "api-3", b"10.0.0.3:8080")
+            api1 = GroupMember(clients[0], GROUP, participant_id="api-1", data=b"10.0.0.1:8080")
+            api2 = GroupMember(clients[1], GROUP, participant_id="api-2", data=b"10.0.0.2:8080")
+            api3 = GroupMember(clients[2], GROUP, participant_id="api-3", data=b"10.0.0.3:8080")
             await api1.start()
             async with contextlib.aclosing(api1.changes()) as changes:
 

@@ -255,7 +255,7 @@ def build_parser(handlers: dict[str, Handler]) -> tuple[Parser, dict[str, Parser
         "the participant queues again after each term, until interrupted.",
     )
     elect.add_argument("path", metavar="PATH")
-    elect.add_argument("--id", help="this participant's id (default host:pid)")
+    elect.add_argument("--id", help="this participant's id (default host:pid:random hex)")
     elect.add_argument(
         "--requeue", action="store_true", help="after each term, queue again and run again"
     )

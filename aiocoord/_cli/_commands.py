@@ -200,7 +200,7 @@ async def _run_with_lease(
 async def elect_command(args: argparse.Namespace, interrupts: Interrupts) -> int:
     client = make_client(args)
     with bad_input():
-        election = aiocoord.LeaderElection(client, args.path, args.id or "")
+        election = aiocoord.LeaderElection(client, args.path, participant_id=args.id)
     async with connected(client, args):
         while True:
             finished: Finished | None = None

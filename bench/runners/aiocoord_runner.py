@@ -187,7 +187,7 @@ async def _election(args: RunArgs) -> Result:
             last_end = time.perf_counter()
 
         elections = [
-            aiocoord.LeaderElection(client, f"{args.path}/election", f"p{i}")
+            aiocoord.LeaderElection(client, f"{args.path}/election", participant_id=f"p{i}")
             for i, client in enumerate(clients)
         ]
         tasks = [asyncio.create_task(election.run(term)) for election in elections]

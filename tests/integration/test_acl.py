@@ -139,7 +139,7 @@ async def _rw_lock(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
 
 
 async def _lease(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
-    lease = Lease(client, "/deep/l/lease", 30, "owner", acl=acl)
+    lease = Lease(client, "/deep/l/lease", 30, participant_id="owner", acl=acl)
     assert await lease.try_acquire()
     try:
         yield
@@ -162,13 +162,16 @@ async def _barriers(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
 
 
 async def _elections(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
-    election = LeaderElection(client, "/deep/e/election", "owner", acl=acl)
-    async with LeaderLatch(client, "/deep/e/latch", "owner", acl=acl), election.hold():
+    election = LeaderElection(client, "/deep/e/election", participant_id="owner", acl=acl)
+    async with (
+        LeaderLatch(client, "/deep/e/latch", participant_id="owner", acl=acl),
+        election.hold(),
+    ):
         yield
 
 
 async def _group(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
-    async with GroupMember(client, "/deep/g/group", "owner", b"addr", acl=acl):
+    async with GroupMember(client, "/deep/g/group", participant_id="owner", data=b"addr", acl=acl):
         yield
 
 
@@ -261,13 +264,15 @@ async def test_strangers_cannot_take_or_drop_semaphore_leases_or_a_lease(
     owner: aiocoord.Client, strangers: list[aiocoord.Client]
 ) -> None:
     semaphore = Semaphore(owner, "/secure/semaphore", 1, acl=CREATOR_ALL_ACL)
-    lease = Lease(owner, "/secure/lease", 30, "owner", acl=CREATOR_ALL_ACL)
+    lease = Lease(owner, "/secure/lease", 30, participant_id="owner", acl=CREATOR_ALL_ACL)
     async with semaphore as held:
         assert await lease.try_acquire()
         assert lease.node is not None
         for stranger in strangers:
             await refused(Semaphore(stranger, "/secure/semaphore", 5).acquire(timeout=1))
-            await refused(Lease(stranger, "/secure/lease", 30, "intruder").try_acquire())
+            await refused(
+                Lease(stranger, "/secure/lease", 30, participant_id="intruder").try_acquire()
+            )
             await cannot_touch(stranger, held.node, lease.node, "/secure/semaphore")
         assert not held.lost and lease.is_held
         await lease.renew()
@@ -337,22 +342,24 @@ async def test_strangers_cannot_open_a_barrier_or_join_a_double_barrier(
 async def test_strangers_cannot_enter_or_end_an_election(
     owner: aiocoord.Client, strangers: list[aiocoord.Client]
 ) -> None:
-    election = LeaderElection(owner, "/secure/election", "owner", acl=CREATOR_ALL_ACL)
-    latch = LeaderLatch(owner, "/secure/latch", "owner", acl=CREATOR_ALL_ACL)
+    election = LeaderElection(
+        owner, "/secure/election", participant_id="owner", acl=CREATOR_ALL_ACL
+    )
+    latch = LeaderLatch(owner, "/secure/latch", participant_id="owner", acl=CREATOR_ALL_ACL)
     async with latch, election.hold():
         assert await latch.wait_leader(timeout=10)
         latch_node = latch.node
         assert latch_node is not None
         term_node = (await election.participants())[0].node
         for stranger in strangers:
-            other = LeaderElection(stranger, "/secure/election", "intruder")
+            other = LeaderElection(stranger, "/secure/election", participant_id="intruder")
 
             async def lead(other: LeaderElection = other) -> None:
                 async with other.hold(timeout=1):
                     raise AssertionError("a stranger led")
 
             await refused(lead())
-            await refused(LeaderLatch(stranger, "/secure/latch", "intruder").start())
+            await refused(LeaderLatch(stranger, "/secure/latch", participant_id="intruder").start())
             await refused(other.participants())
             await cannot_touch(stranger, term_node, latch_node, "/secure/election")
         assert election.has_leadership and latch.has_leadership
@@ -395,10 +402,14 @@ async def test_strangers_cannot_put_drain_or_remove_queue_items(
 async def test_strangers_cannot_join_read_or_evict_a_group(
     owner: aiocoord.Client, strangers: list[aiocoord.Client]
 ) -> None:
-    member = GroupMember(owner, "/secure/group", "owner", b"10.0.0.1", acl=CREATOR_ALL_ACL)
+    member = GroupMember(
+        owner, "/secure/group", participant_id="owner", data=b"10.0.0.1", acl=CREATOR_ALL_ACL
+    )
     async with member:
         for stranger in strangers:
-            intruder = GroupMember(stranger, "/secure/group", "intruder", b"evil")
+            intruder = GroupMember(
+                stranger, "/secure/group", participant_id="intruder", data=b"evil"
+            )
             await refused(intruder.start())
             assert not intruder.is_member
             await refused(intruder.members())

@@ -279,13 +279,13 @@ CORRUPT: list[tuple[str, Setup, Callable[[aiocoord.Client], Awaitable[object]], 
     (
         "lease node of garbage",
         _node("/lease/x-lease-0000000000", b"\xff\xfegarbage"),
-        lambda c: Lease(c, "/lease", 5, "me").try_acquire(),
+        lambda c: Lease(c, "/lease", 5, participant_id="me").try_acquire(),
         "/lease/x-lease-0000000000",
     ),
     (
         "lease node without a TTL",
         _node("/lease/x-lease-0000000000", b"holder"),
-        lambda c: Lease(c, "/lease", 5, "me").try_acquire(),
+        lambda c: Lease(c, "/lease", 5, participant_id="me").try_acquire(),
         "/lease/x-lease-0000000000",
     ),
     (
@@ -379,7 +379,7 @@ async def test_data_over_the_servers_limit_is_refused_and_sends_nothing(
         lambda: client.create("/big", too_big, make_parents=True, protected=True),
         lambda: Queue(client, "/q").put(too_big),
         lambda: aiocoord.AtomicBytes(client, "/ab").force_set(too_big),
-        lambda: aiocoord.GroupMember(client, "/g", "m", too_big),
+        lambda: aiocoord.GroupMember(client, "/g", participant_id="m", data=too_big),
     ):
         with pytest.raises(DataTooLargeError):
             result = attempt()

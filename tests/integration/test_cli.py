@@ -400,8 +400,8 @@ async def test_inspect_recognises_each_recipes_layout(cli, started, children_rea
     semaphore = aiocoord.Semaphore(client, "/app/slots", 3)
     read_write = aiocoord.ReadWriteLock(client, "/app/rw")
     async with (
-        aiocoord.LeaderLatch(client, "/app/latch", "me"),
-        aiocoord.GroupMember(client, "/app/group", "worker-1", b"up"),
+        aiocoord.LeaderLatch(client, "/app/latch", participant_id="me"),
+        aiocoord.GroupMember(client, "/app/group", participant_id="worker-1", data=b"up"),
         read_write.read_lock,
         semaphore,
     ):
@@ -544,7 +544,7 @@ async def test_a_healthy_round_logs_no_warning_and_a_lost_lock_one_naming_it(
         async with aiocoord.Mutex(first, "/healthy"):
             pass
         await aiocoord.AtomicLong(first, "/healthy-count").add(1)
-        election = aiocoord.LeaderElection(second, "/healthy-election", "b")
+        election = aiocoord.LeaderElection(second, "/healthy-election", participant_id="b")
         async with election.hold():
             pass
         assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []

@@ -65,9 +65,9 @@ def through(proxy: TcpProxy, zookeeper: ZooKeeperTarget) -> Callable[[], aiocoor
 async def test_members_in_separate_clients_see_each_other_with_their_data(started) -> None:
     a, b, c = await started(3)
     async with (
-        GroupMember(a, "/group", "a", b"alpha") as ma,
-        GroupMember(b, "/group", "b", b"beta") as mb,
-        GroupMember(c, "/group", "c") as mc,
+        GroupMember(a, "/group", participant_id="a", data=b"alpha") as ma,
+        GroupMember(b, "/group", participant_id="b", data=b"beta") as mb,
+        GroupMember(c, "/group", participant_id="c") as mc,
     ):
         everyone = {"a": b"alpha", "b": b"beta", "c": b""}
         for member in (ma, mb, mc):
@@ -79,13 +79,15 @@ async def test_members_in_separate_clients_see_each_other_with_their_data(starte
 
 async def test_changes_follow_joins_updates_and_leaves_in_order(started) -> None:
     a, b, watcher_client = await started(3)
-    watcher = GroupMember(watcher_client, "/group", "watcher")  # never joins: only looks
+    watcher = GroupMember(
+        watcher_client, "/group", participant_id="watcher"
+    )  # never joins: only looks
     async with contextlib.aclosing(watcher.changes()) as changes:
         assert await reaches(changes, {}) == [{}]  # the group does not exist yet
-        ma = GroupMember(a, "/group", "a", b"1")
+        ma = GroupMember(a, "/group", participant_id="a", data=b"1")
         await ma.start()
         assert await reaches(changes, {"a": b"1"}) == [{"a": b"1"}]
-        async with GroupMember(b, "/group", "b", b"2"):
+        async with GroupMember(b, "/group", participant_id="b", data=b"2"):
             assert await reaches(changes, {"a": b"1", "b": b"2"}) == [{"a": b"1", "b": b"2"}]
             await ma.update(b"1+")
             assert ma.data == b"1+"
@@ -98,8 +100,8 @@ async def test_changes_follow_joins_updates_and_leaves_in_order(started) -> None
 
 async def test_leaving_deletes_our_node_and_only_ours(started, children_of) -> None:
     a, b = await started(2)
-    ma = GroupMember(a, "/group", "a")
-    mb = GroupMember(b, "/group", "b")
+    ma = GroupMember(a, "/group", participant_id="a")
+    mb = GroupMember(b, "/group", participant_id="b")
     await ma.start()
     await mb.start()
     assert await children_of(b, "/group") == ["a", "b"]
@@ -116,7 +118,9 @@ async def test_leaving_deletes_our_node_and_only_ours(started, children_of) -> N
 
 async def test_the_node_is_ephemeral_and_its_parents_are_containers(started) -> None:
     (client,) = await started(1)
-    async with GroupMember(client, "/services/api", "host-1", b"10.0.0.1:80") as member:
+    async with GroupMember(
+        client, "/services/api", participant_id="host-1", data=b"10.0.0.1:80"
+    ) as member:
         assert member.path == "/services/api/host-1"
         assert member.group_path == "/services/api"
         data, stat = await client.get("/services/api/host-1")
@@ -136,7 +140,7 @@ async def test_the_node_is_ephemeral_and_its_parents_are_containers(started) -> 
 
 async def test_update_before_start_is_what_start_publishes(started) -> None:
     (client,) = await started(1)
-    member = GroupMember(client, "/group", "a", b"first")
+    member = GroupMember(client, "/group", participant_id="a", data=b"first")
     await member.update(b"second")
     async with member:
         assert await member.members() == {"a": b"second"}
@@ -146,7 +150,7 @@ async def test_start_adopts_a_node_our_own_session_already_holds(started, childr
     """As after a create whose reply was lost: the node is ours, so it is taken over."""
     (client,) = await started(1)
     await client.create("/group/a", b"stale", ephemeral=True, make_parents=True)
-    async with GroupMember(client, "/group", "a", b"fresh") as member:
+    async with GroupMember(client, "/group", participant_id="a", data=b"fresh") as member:
         assert member.is_member
         assert (await client.get("/group/a"))[0] == b"fresh"
     assert await children_of(client, "/group") == []
@@ -156,8 +160,8 @@ async def test_an_id_held_by_another_session_is_refused_leaving_nothing_behind(
     started, children_of
 ) -> None:
     a, b = await started(2)
-    async with GroupMember(a, "/group", "same", b"a's") as holder:
-        intruder = GroupMember(b, "/group", "same", b"b's")
+    async with GroupMember(a, "/group", participant_id="same", data=b"a's") as holder:
+        intruder = GroupMember(b, "/group", participant_id="same", data=b"b's")
         with pytest.raises(MemberIdInUseError, match="/group/same"):
             await intruder.start()
         assert not intruder.is_member
@@ -174,14 +178,16 @@ async def test_an_id_held_by_another_session_is_refused_leaving_nothing_behind(
 async def test_two_members_with_one_id_on_one_client_are_refused_too(started) -> None:
     """Our session owns the first one's node, so it would pass for ours: refused here."""
     (client,) = await started(1)
-    async with GroupMember(client, "/group", "a", b"first") as first:
-        second = GroupMember(client, "/group", "a", b"second")
+    async with GroupMember(client, "/group", participant_id="a", data=b"first") as first:
+        second = GroupMember(client, "/group", participant_id="a", data=b"second")
         with pytest.raises(MemberIdInUseError):
             await second.start()
         await second.aclose()  # never started: deletes nothing
         assert first.is_member
         assert (await client.get("/group/a"))[0] == b"first"
-    async with GroupMember(client, "/group", "a", b"third") as third:  # free again
+    async with GroupMember(
+        client, "/group", participant_id="a", data=b"third"
+    ) as third:  # free again
         assert await third.members() == {"a": b"third"}
 
 
@@ -189,7 +195,7 @@ async def test_a_persistent_node_at_our_id_is_not_taken_over(started, children_o
     (client,) = await started(1)
     await client.create("/group/a", b"config", make_parents=True)
     with pytest.raises(MemberIdInUseError):
-        await GroupMember(client, "/group", "a").start()
+        await GroupMember(client, "/group", participant_id="a").start()
     assert (await client.get("/group/a"))[0] == b"config"
 
 
@@ -200,7 +206,7 @@ async def test_our_node_deleted_by_another_client_is_created_again_with_our_data
     started,
 ) -> None:
     a, b = await started(2)
-    async with GroupMember(a, "/group", "a", b"v1") as member:
+    async with GroupMember(a, "/group", participant_id="a", data=b"v1") as member:
         await member.update(b"v2")
         _data, before = await b.get("/group/a")
         recreated = b.data_changes("/group/a")
@@ -223,7 +229,7 @@ async def test_our_node_deleted_by_another_client_is_created_again_with_our_data
 async def test_membership_rides_out_a_dropped_connection(started, state_log) -> None:
     a, b = await started(2)
     log = state_log(a)
-    async with GroupMember(a, "/group", "a", b"x") as member:
+    async with GroupMember(a, "/group", participant_id="a", data=b"x") as member:
         before = await b.exists("/group/a")
         drop_connection(a)
         async with asyncio.timeout(WAIT):
@@ -240,9 +246,9 @@ async def test_an_observer_cut_off_while_the_group_changed_reads_it_again_on_rec
     was away: the observer must read again after RECONNECTED."""
     (b,) = await started(1)
     observer_client = through()
-    async with observer_client, GroupMember(b, "/group", "b", b"1") as mb:
+    async with observer_client, GroupMember(b, "/group", participant_id="b", data=b"1") as mb:
         log = state_log(observer_client)
-        observer = GroupMember(observer_client, "/group", "observer")
+        observer = GroupMember(observer_client, "/group", participant_id="observer")
         async with contextlib.aclosing(observer.changes()) as changes:
             await reaches(changes, {"b": b"1"})
             proxy.refuse(True)
@@ -250,7 +256,7 @@ async def test_an_observer_cut_off_while_the_group_changed_reads_it_again_on_rec
             async with asyncio.timeout(WAIT):
                 await log.wait_for(ConnectionState.SUSPENDED)
             await mb.update(b"2")  # while the observer cannot hear of it
-            async with GroupMember(b, "/group", "c", b"3"):
+            async with GroupMember(b, "/group", participant_id="c", data=b"3"):
                 proxy.refuse(False)
                 async with asyncio.timeout(WAIT):
                     await log.wait_for(ConnectionState.RECONNECTED)
@@ -264,11 +270,11 @@ async def test_after_a_session_expiry_our_node_comes_back_and_observers_miss_not
     a, b = await started(2)
     log = state_log(a)
     async with (
-        GroupMember(a, "/group", "a", b"x") as ma,
-        GroupMember(b, "/group", "b", b"y"),
+        GroupMember(a, "/group", participant_id="a", data=b"x") as ma,
+        GroupMember(b, "/group", participant_id="b", data=b"y"),
     ):
         old_session = a.session_id
-        observer = GroupMember(b, "/group", "observer")
+        observer = GroupMember(b, "/group", participant_id="observer")
         async with contextlib.aclosing(observer.changes()) as changes:
             await reaches(changes, {"a": b"x", "b": b"y"})
             await expire_session(a)
@@ -292,8 +298,8 @@ async def test_an_observer_whose_session_expired_misses_no_change(
     membership comes back."""
     (b,) = await started(1)
     a = through()
-    async with a, GroupMember(b, "/group", "b", b"1") as mb:
-        ma = GroupMember(a, "/group", "a", b"mine")
+    async with a, GroupMember(b, "/group", participant_id="b", data=b"1") as mb:
+        ma = GroupMember(a, "/group", participant_id="a", data=b"mine")
         await ma.start()
         async with contextlib.aclosing(ma.changes()) as changes:
             await reaches(changes, {"a": b"mine", "b": b"1"})
@@ -315,13 +321,13 @@ async def test_an_id_taken_while_we_were_away_is_reported_and_never_stolen_back(
     a = through()
     async with a:
         log = state_log(a)
-        ma = GroupMember(a, "/group", "same", b"a's")
+        ma = GroupMember(a, "/group", participant_id="same", data=b"a's")
         await ma.start()
         changes = ma.changes()
         assert await anext(changes) == {"same": b"a's"}
         proxy.hold()
         await expire_session(a, address=server_address, wait=False)  # its node goes now
-        async with GroupMember(b, "/group", "same", b"b's") as mb:
+        async with GroupMember(b, "/group", participant_id="same", data=b"b's") as mb:
             proxy.release()
             async with asyncio.timeout(WAIT):
                 await log.wait_for(ConnectionState.LOST)
@@ -359,7 +365,7 @@ async def test_a_start_cancelled_with_its_create_in_flight_leaves_no_node(
             return await original(*args, **kwargs)
 
         monkeypatch.setattr(a, "create_with_stat", create_with_stat)
-        member = GroupMember(a, "/group", "a")
+        member = GroupMember(a, "/group", participant_id="a")
         starting = asyncio.create_task(member.start())
         await sent.wait()  # the create went out (into the held proxy) right after
         starting.cancel()
@@ -377,7 +383,7 @@ async def test_a_close_cancelled_with_its_delete_in_flight_still_deletes_our_nod
     (b,) = await started(1)
     a = through()
     async with a:
-        member = GroupMember(a, "/group", "a")
+        member = GroupMember(a, "/group", participant_id="a")
         await member.start()
         await b.ensure_path("/group")  # the group outlives our node: nothing to sweep
         asked = asyncio.Event()
@@ -407,8 +413,11 @@ async def test_membership_comes_back_after_a_server_restart(private_zookeeper, s
         aiocoord.connect(private_zookeeper.connect_string) as b,
     ):
         log = state_log(a)
-        async with GroupMember(a, "/group", "a", b"x") as ma, GroupMember(b, "/group", "b"):
-            observer = GroupMember(b, "/group", "observer")
+        async with (
+            GroupMember(a, "/group", participant_id="a", data=b"x") as ma,
+            GroupMember(b, "/group", participant_id="b"),
+        ):
+            observer = GroupMember(b, "/group", participant_id="observer")
             async with contextlib.aclosing(observer.changes()) as changes:
                 await reaches(changes, {"a": b"x", "b": b""})
                 await private_zookeeper.stop()
@@ -429,7 +438,7 @@ async def test_membership_comes_back_after_a_server_restart(private_zookeeper, s
 async def test_changes_coalesces_a_burst_and_skips_unchanged_snapshots(started) -> None:
     a, b = await started(2)
     async with (
-        GroupMember(a, "/group", "a", b"0") as member,
+        GroupMember(a, "/group", participant_id="a", data=b"0") as member,
         contextlib.aclosing(member.changes()) as changes,
     ):
         assert await anext(changes) == {"a": b"0"}
@@ -446,7 +455,7 @@ async def test_changes_coalesces_a_burst_and_skips_unchanged_snapshots(started) 
 
 async def test_closing_changes_removes_its_watch(started) -> None:
     (client,) = await started(1)
-    async with GroupMember(client, "/group", "a") as member:
+    async with GroupMember(client, "/group", participant_id="a") as member:
         changes = member.changes()
         assert await anext(changes) == {"a": b""}
         # The keeper's watch on our node, set before (its reply came first), stays.
@@ -462,7 +471,7 @@ async def test_closing_changes_removes_its_watch(started) -> None:
 
 async def test_closing_the_member_ends_its_changes(started) -> None:
     (client,) = await started(1)
-    member = GroupMember(client, "/group", "a")
+    member = GroupMember(client, "/group", participant_id="a")
     await member.start()
     seen: list[Members] = []
     first = asyncio.Event()
@@ -483,7 +492,7 @@ async def test_closing_the_member_ends_its_changes(started) -> None:
 
 async def test_wait_member_needs_a_running_member(started) -> None:
     (client,) = await started(1)
-    member = GroupMember(client, "/group", "a")
+    member = GroupMember(client, "/group", participant_id="a")
     with pytest.raises(RuntimeError, match="new"):
         await member.wait_member()
     async with member:
@@ -500,31 +509,39 @@ async def test_wait_member_needs_a_running_member(started) -> None:
 @pytest.mark.parametrize("path", ["", "group", "/group/", "/", "/a//b", "/a/./b", "/a\x00"])
 def test_a_bad_group_path_is_refused(idle_client: aiocoord.Client, path: str) -> None:
     with pytest.raises((InvalidPathError, ValueError)):
-        GroupMember(idle_client, path, "a")
+        GroupMember(idle_client, path, participant_id="a")
 
 
 @pytest.mark.parametrize("member_id", ["", "a/b", "/a", "a/", ".", "..", "a\x00b", "\ud800"])
 def test_a_bad_member_id_is_refused(idle_client: aiocoord.Client, member_id: str) -> None:
     with pytest.raises(InvalidPathError, match="/group/"):
-        GroupMember(idle_client, "/group", member_id)
+        GroupMember(idle_client, "/group", participant_id=member_id)
 
 
-@pytest.mark.parametrize("member_id", [None, 7, b"a"])
+@pytest.mark.parametrize("member_id", [7, b"a"])
 def test_a_member_id_must_be_a_str(idle_client: aiocoord.Client, member_id: Any) -> None:
-    with pytest.raises(TypeError, match="member_id must be str"):
-        GroupMember(idle_client, "/group", member_id)
+    with pytest.raises(TypeError, match="participant_id must be str"):
+        GroupMember(idle_client, "/group", participant_id=member_id)
+
+
+def test_without_an_id_or_data_a_member_gets_a_generated_id_and_no_data(
+    idle_client: aiocoord.Client,
+) -> None:
+    first, second = GroupMember(idle_client, "/group"), GroupMember(idle_client, "/group")
+    assert first.participant_id != second.participant_id
+    assert first.path == f"/group/{first.participant_id}" and first.data == b""
 
 
 def test_a_path_must_be_a_str(idle_client: aiocoord.Client) -> None:
     with pytest.raises(TypeError):
-        GroupMember(idle_client, 5, "a")  # type: ignore[arg-type]
+        GroupMember(idle_client, 5, participant_id="a")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("data", ["text", 7, None])
+@pytest.mark.parametrize("data", ["text", 7])
 async def test_member_data_must_be_bytes(idle_client: aiocoord.Client, data: Any) -> None:
     with pytest.raises(TypeError, match="must be bytes"):
-        GroupMember(idle_client, "/group", "a", data)
-    member = GroupMember(idle_client, "/group", "a", bytearray(b"ok"))
+        GroupMember(idle_client, "/group", participant_id="a", data=data)
+    member = GroupMember(idle_client, "/group", participant_id="a", data=bytearray(b"ok"))
     assert member.data == b"ok"
     with pytest.raises(TypeError, match="must be bytes"):
         await member.update(data)
@@ -535,13 +552,15 @@ async def test_oversized_member_data_is_refused_before_sending(
 ) -> None:
     too_big = b"x" * (idle_client.max_data_size + 1)
     with pytest.raises(DataTooLargeError, match="/group/a"):
-        GroupMember(idle_client, "/group", "a", too_big)
-    member = GroupMember(idle_client, "/group", "a", b"x" * idle_client.max_data_size)
+        GroupMember(idle_client, "/group", participant_id="a", data=too_big)
+    member = GroupMember(
+        idle_client, "/group", participant_id="a", data=b"x" * idle_client.max_data_size
+    )
     with pytest.raises(DataTooLargeError):
         await member.update(too_big)
     assert member.data == b"x" * idle_client.max_data_size  # unchanged
     assert "GroupMember" in repr(member) and "'/group/a'" in repr(member)
-    assert member.member_id == "a" and not member.is_member
+    assert member.participant_id == "a" and not member.is_member
 
 
 # --- Curator ----------------------------------------------------------------------------------
@@ -569,8 +588,8 @@ async def test_curator_and_aiocoord_members_share_one_group(
             "py-2": b"p2:8000",
         }
         async with (
-            GroupMember(a, "/group", "py-1", b"p1:8000") as m1,
-            GroupMember(b, "/group", "py-2", b"p2:8000") as m2,
+            GroupMember(a, "/group", participant_id="py-1", data=b"p1:8000") as m1,
+            GroupMember(b, "/group", participant_id="py-2", data=b"p2:8000") as m2,
         ):
             line = await read_line(java)
             assert line == "MEMBERS " + " ".join(f"{k}={v.decode()}" for k, v in everyone.items())

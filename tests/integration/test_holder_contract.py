@@ -67,13 +67,13 @@ class LeaseKind(Kind):
     """A Lease is lost by lapsing (its TTL node outlives the session), then taken over."""
 
     async def take(self, stack: contextlib.AsyncExitStack, client: aiocoord.Client) -> Any:
-        lease = aiocoord.Lease(client, "/held", 0.5, "mine")
+        lease = aiocoord.Lease(client, "/held", 0.5, participant_id="mine")
         assert await lease.try_acquire()
         stack.push_async_callback(lease.release)
         return lease
 
     async def lose(self, holder: Any, client: aiocoord.Client, other: aiocoord.Client) -> None:
-        rival = aiocoord.Lease(other, "/held", 30, "rival")
+        rival = aiocoord.Lease(other, "/held", 30, participant_id="rival")
         # A lapse is time passing: wait for it by the server's clock, which the
         # rival's tries read (each try deletes the lapsed node once it may).
         for _attempt in range(int(WAIT / 0.05)):
@@ -87,7 +87,9 @@ class LatchKind(Kind):
     lost_error = aiocoord.LeadershipLostError
 
     async def take(self, stack: contextlib.AsyncExitStack, client: aiocoord.Client) -> Any:
-        latch = await stack.enter_async_context(aiocoord.LeaderLatch(client, "/held", "me"))
+        latch = await stack.enter_async_context(
+            aiocoord.LeaderLatch(client, "/held", participant_id="me")
+        )
         assert await latch.wait_leader(timeout=WAIT)
         return latch
 
@@ -96,7 +98,7 @@ class ElectionKind(Kind):
     lost_error = aiocoord.LeadershipLostError
 
     async def take(self, stack: contextlib.AsyncExitStack, client: aiocoord.Client) -> Any:
-        election = aiocoord.LeaderElection(client, "/held", "me")
+        election = aiocoord.LeaderElection(client, "/held", participant_id="me")
         await stack.enter_async_context(election.hold(cancel_on_loss=False))
         return election
 

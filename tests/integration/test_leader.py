@@ -75,7 +75,7 @@ async def test_one_leader_at_a_time_across_four_clients_in_increasing_token_orde
     enough = asyncio.Event()
 
     async def participant(client: aiocoord.Client, name: str) -> None:
-        election = LeaderElection(client, "/election", name)
+        election = LeaderElection(client, "/election", participant_id=name)
 
         async def lead() -> None:
             with exclusion.hold(name):
@@ -126,9 +126,9 @@ async def test_the_old_leaders_body_is_cancelled_before_the_new_one_starts(
 
         return lead
 
-    run_a = asyncio.create_task(LeaderElection(a, "/election", "a").run(body("a")))
+    run_a = asyncio.create_task(LeaderElection(a, "/election", participant_id="a").run(body("a")))
     await leading["a"].wait()
-    run_b = asyncio.create_task(LeaderElection(b, "/election", "b").run(body("b")))
+    run_b = asyncio.create_task(LeaderElection(b, "/election", participant_id="b").run(body("b")))
     await children_reach(b, "/election", 2)
     if how == "cancel run":
         run_a.cancel()
@@ -167,7 +167,7 @@ async def test_a_participant_leads_again_after_the_others_had_their_turn(
                 enough.set()
                 await forever()
 
-        await LeaderElection(client, "/election", name).run(lead)
+        await LeaderElection(client, "/election", participant_id=name).run(lead)
 
     tasks = [asyncio.create_task(participant(c, f"p{i}")) for i, c in enumerate(clients)]
     await enough.wait()
@@ -178,7 +178,7 @@ async def test_a_participant_leads_again_after_the_others_had_their_turn(
 
 async def test_without_requeue_run_leads_for_one_term(started, children_of) -> None:
     (client,) = await started(1)
-    election = LeaderElection(client, "/election", "once")
+    election = LeaderElection(client, "/election", participant_id="once")
     terms = 0
 
     async def lead() -> None:
@@ -198,7 +198,7 @@ async def test_an_exception_from_the_leaders_function_ends_run(started, children
         raise ValueError("boom")
 
     with pytest.raises(ValueError, match="boom"):
-        await LeaderElection(client, "/election", "x").run(fail)
+        await LeaderElection(client, "/election", participant_id="x").run(fail)
     assert await children_of(client, "/election") == []
 
 
@@ -215,13 +215,13 @@ async def test_a_lost_term_is_requeued_by_run_and_raised_without_requeue(started
             second_term.set()
         await forever()
 
-    election = LeaderElection(a, "/election", "a")
+    election = LeaderElection(a, "/election", participant_id="a")
     running = asyncio.create_task(election.run(lambda: lead(election)))
     await second_term.wait()  # after the loss, in a new node
     await stop(running)
     assert len(terms) == 2 and terms[1] > terms[0]
 
-    once = LeaderElection(a, "/once", "a")
+    once = LeaderElection(a, "/once", participant_id="a")
 
     async def lose_it() -> None:
         await b.delete(once.fence().node)
@@ -237,7 +237,7 @@ async def test_the_body_is_cancelled_when_the_connection_is_suspended(
     client = client_factory()
     await client.start()
     log = state_log(client)
-    election = LeaderElection(client, "/election", "a")
+    election = LeaderElection(client, "/election", participant_id="a")
     seen: list[str] = []
     with pytest.raises(LeadershipLostError, match="suspended") as lost:
         async with election.hold():
@@ -265,7 +265,9 @@ async def test_a_brief_disconnect_does_not_cancel_the_body_under_the_session_pol
 ) -> None:
     (client,) = await started(1)
     log = state_log(client)
-    election = LeaderElection(client, "/election", "a", error_policy=SessionErrorPolicy())
+    election = LeaderElection(
+        client, "/election", participant_id="a", error_policy=SessionErrorPolicy()
+    )
     async with election.hold():
         node = election.fence().node
         drop_connection(client)
@@ -278,7 +280,7 @@ async def test_a_brief_disconnect_does_not_cancel_the_body_under_the_session_pol
 
 async def test_our_node_deleted_by_someone_else_cancels_the_body(started) -> None:
     a, b = await started(2)
-    election = LeaderElection(a, "/election", "a")
+    election = LeaderElection(a, "/election", participant_id="a")
     cancelled = False
     with pytest.raises(LeadershipLostError, match="deleted by someone else"):
         async with election.hold():
@@ -295,7 +297,7 @@ async def test_our_node_deleted_by_someone_else_cancels_the_body(started) -> Non
 
 async def test_run_rides_out_zookeeper_out_of_reach_while_queueing(started) -> None:
     (client,) = await started(1)
-    election = LeaderElection(client, "/election", "a")
+    election = LeaderElection(client, "/election", participant_id="a")
     make_contender = election._new_contender
     made = 0
 
@@ -327,7 +329,7 @@ async def test_run_rides_out_zookeeper_out_of_reach_while_queueing(started) -> N
 async def test_a_fenced_transaction_is_refused_once_leadership_is_gone(started) -> None:
     a, b = await started(2)
     await a.create("/resource", b"0")
-    election = LeaderElection(a, "/election", "a")
+    election = LeaderElection(a, "/election", participant_id="a")
     async with election.hold():
         await election.transaction().set("/resource", b"1").commit()
         late = election.transaction().set("/resource", b"late")
@@ -347,7 +349,7 @@ async def test_fencing_tokens_grow_across_terms_of_different_participants(starte
     tokens = []
     for _ in range(2):
         for client, name in ((a, "a"), (b, "b")):
-            election = LeaderElection(client, "/election", name)
+            election = LeaderElection(client, "/election", participant_id=name)
             async with election.hold() as leader:
                 assert leader is election
                 tokens.append(election.fencing_token)
@@ -356,9 +358,9 @@ async def test_fencing_tokens_grow_across_terms_of_different_participants(starte
 
 async def test_leadership_times_out_leaving_no_node(started) -> None:
     a, b = await started(2)
-    holder = LeaderElection(a, "/election", "holder")
+    holder = LeaderElection(a, "/election", participant_id="holder")
     async with holder.hold():
-        other = LeaderElection(b, "/election", "other")
+        other = LeaderElection(b, "/election", participant_id="other")
         with pytest.raises(OperationTimeoutError, match="/election"):
             async with other.hold(timeout=0.2):
                 pytest.fail("led while another led")
@@ -371,7 +373,7 @@ async def test_leadership_times_out_leaving_no_node(started) -> None:
 
 async def test_one_election_object_takes_part_once_at_a_time(started) -> None:
     (client,) = await started(1)
-    election = LeaderElection(client, "/election", "a")
+    election = LeaderElection(client, "/election", participant_id="a")
 
     async def nothing() -> None:
         pass
@@ -394,8 +396,8 @@ async def test_one_election_object_takes_part_once_at_a_time(started) -> None:
 
 async def test_election_participants_in_queue_order_with_their_ids(started, children_reach) -> None:
     a, b = await started(2)
-    first = LeaderElection(a, "/election", "first")
-    second = LeaderElection(b, "/election", "sécond")
+    first = LeaderElection(a, "/election", participant_id="first")
+    second = LeaderElection(b, "/election", participant_id="sécond")
     assert await first.participants() == [] and await first.leader() is None
     async with first.hold():
         waiting = asyncio.create_task(second.run(forever))
@@ -409,7 +411,9 @@ async def test_election_participants_in_queue_order_with_their_ids(started, chil
     anonymous = LeaderElection(a, "/anonymous")
     async with anonymous.hold():
         leader = await anonymous.leader()
-        assert leader is not None and leader.id.endswith(f":{__import__('os').getpid()}")
+        assert leader is not None and leader.id == anonymous.participant_id
+        _host, pid, suffix = leader.id.split(":")
+        assert pid == str(__import__("os").getpid()) and len(suffix) == 16
 
 
 @pytest.mark.parametrize("recipe", [LeaderLatch, LeaderElection])
@@ -425,16 +429,16 @@ def test_constructors_refuse_bad_input_before_any_io(
     with pytest.raises(TypeError, match="path"):
         recipe(client, 42)
     with pytest.raises(TypeError, match="participant_id"):
-        recipe(client, "/election", 7)
+        recipe(client, "/election", participant_id=7)
     with pytest.raises(TypeError, match="participant_id"):
-        recipe(client, "/election", b"bytes")
+        recipe(client, "/election", participant_id=b"bytes")
     with pytest.raises(ValueError, match="UTF-8"):
-        recipe(client, "/election", "\ud800")
+        recipe(client, "/election", participant_id="\ud800")
     with pytest.raises(TypeError, match="error_policy"):
-        recipe(client, "/election", "x", error_policy="standard")
+        recipe(client, "/election", participant_id="x", error_policy="standard")
     with pytest.raises(TypeError, match="Client"):
         recipe("127.0.0.1:2181", "/election")
-    ok = recipe(client, "/election", "x", error_policy=StandardErrorPolicy())
+    ok = recipe(client, "/election", participant_id="x", error_policy=StandardErrorPolicy())
     assert "'/election'" in repr(ok) and "'x'" in repr(ok)
 
 
@@ -443,8 +447,8 @@ def test_constructors_refuse_bad_input_before_any_io(
 
 async def test_the_first_latch_leads_and_hands_over_when_it_closes(started, children_of) -> None:
     a, b = await started(2)
-    first = LeaderLatch(a, "/latch", "a")
-    second = LeaderLatch(b, "/latch", "b")
+    first = LeaderLatch(a, "/latch", participant_id="a")
+    second = LeaderLatch(b, "/latch", participant_id="b")
     await first.start()
     assert await first.wait_leader()
     await second.start()
@@ -471,7 +475,7 @@ async def test_a_latch_drops_leadership_when_suspended_and_takes_it_back_on_reco
     started, state_log
 ) -> None:
     (client,) = await started(1)
-    latch = LeaderLatch(client, "/latch", "a")
+    latch = LeaderLatch(client, "/latch", participant_id="a")
     async with latch:
         await latch.wait_leader()
         node = latch.node
@@ -489,7 +493,7 @@ async def test_a_latch_keeps_leadership_through_a_blip_under_the_session_policy(
 ) -> None:
     (client,) = await started(1)
     log = state_log(client)
-    latch = LeaderLatch(client, "/latch", "a", error_policy=SessionErrorPolicy())
+    latch = LeaderLatch(client, "/latch", participant_id="a", error_policy=SessionErrorPolicy())
     async with latch:
         await latch.wait_leader()
         changes = latch.changes()
@@ -503,8 +507,8 @@ async def test_a_latch_keeps_leadership_through_a_blip_under_the_session_policy(
 
 async def test_after_session_expiry_a_latch_rejoins_at_the_back(started, children_reach) -> None:
     a, b = await started(2)
-    first = LeaderLatch(a, "/latch", "a")
-    second = LeaderLatch(b, "/latch", "b")
+    first = LeaderLatch(a, "/latch", participant_id="a")
+    second = LeaderLatch(b, "/latch", participant_id="b")
     async with first, second:
         await first.wait_leader()
         old = first.node
@@ -522,7 +526,10 @@ async def test_after_session_expiry_a_latch_rejoins_at_the_back(started, childre
 
 async def test_a_waiting_latch_whose_session_expires_queues_again(started, children_reach) -> None:
     a, b = await started(2)
-    async with LeaderLatch(a, "/latch", "a") as first, LeaderLatch(b, "/latch", "b") as second:
+    async with (
+        LeaderLatch(a, "/latch", participant_id="a") as first,
+        LeaderLatch(b, "/latch", participant_id="b") as second,
+    ):
         await first.wait_leader()
         old = second.node
         await expire_session(b)
@@ -537,8 +544,8 @@ async def test_a_latch_whose_node_is_deleted_loses_leadership_and_rejoins(
     started, children_reach
 ) -> None:
     a, b = await started(2)
-    first = LeaderLatch(a, "/latch", "a")
-    second = LeaderLatch(b, "/latch", "b")
+    first = LeaderLatch(a, "/latch", participant_id="a")
+    second = LeaderLatch(b, "/latch", participant_id="b")
     async with first, second:
         await first.wait_leader()
         old = first.node
@@ -553,7 +560,10 @@ async def test_a_latch_whose_node_is_deleted_loses_leadership_and_rejoins(
 
 async def test_wait_leader_returns_false_on_timeout(started) -> None:
     a, b = await started(2)
-    async with LeaderLatch(a, "/latch", "a") as first, LeaderLatch(b, "/latch", "b") as second:
+    async with (
+        LeaderLatch(a, "/latch", participant_id="a") as first,
+        LeaderLatch(b, "/latch", participant_id="b") as second,
+    ):
         assert await first.wait_leader(timeout=10)
         assert await second.wait_leader(timeout=0.2) is False
         assert await second.wait_leader(timeout=0) is False
@@ -563,10 +573,10 @@ async def test_wait_leader_returns_false_on_timeout(started) -> None:
 
 async def test_closing_a_latch_wakes_its_waiters(started, children_of) -> None:
     a, b = await started(2)
-    latch = LeaderLatch(a, "/latch", "a")
+    latch = LeaderLatch(a, "/latch", participant_id="a")
     with pytest.raises(RuntimeError, match="not started"):
         await latch.wait_leader()
-    async with LeaderLatch(b, "/latch", "holder"):
+    async with LeaderLatch(b, "/latch", participant_id="holder"):
         await latch.start()
         with pytest.raises(RuntimeError, match="starts once"):
             await latch.start()
@@ -592,8 +602,8 @@ async def test_a_latch_ends_when_its_client_closes(client_factory, started) -> N
     (other,) = await started(1)
     client = client_factory()
     await client.start()
-    async with LeaderLatch(other, "/latch", "holder"):
-        latch = LeaderLatch(client, "/latch", "a")
+    async with LeaderLatch(other, "/latch", participant_id="holder"):
+        latch = LeaderLatch(client, "/latch", participant_id="a")
         await latch.start()
         waiter = asyncio.create_task(latch.wait_leader())
         await asyncio.sleep(0)
@@ -609,8 +619,8 @@ async def test_a_latch_background_failure_is_logged_and_raised_to_its_users(
     started, children_of, caplog: pytest.LogCaptureFixture
 ) -> None:
     a, b = await started(2)
-    first = LeaderLatch(a, "/latch", "a")
-    second = LeaderLatch(b, "/latch", "b")
+    first = LeaderLatch(a, "/latch", participant_id="a")
+    second = LeaderLatch(b, "/latch", participant_id="b")
     await first.start()
     await second.start()
 
@@ -684,11 +694,11 @@ class PythonPeer:
 
     async def run(self) -> None:
         if self.kind == "selector":
-            election = LeaderElection(self.client, "/leader", self.name)
+            election = LeaderElection(self.client, "/leader", participant_id=self.name)
             self.recipe: LeaderElection | LeaderLatch = election
             await election.run(self._inside, requeue=False)
             return
-        latch = LeaderLatch(self.client, "/leader", self.name)
+        latch = LeaderLatch(self.client, "/leader", participant_id=self.name)
         self.recipe = latch
         async with latch, contextlib.aclosing(latch.changes()) as changes:
             async for leading in changes:
@@ -791,9 +801,9 @@ async def test_a_latch_closes_even_if_a_step_took_its_cancellation(
         return True
 
     monkeypatch.setattr(Contender, "wait_turn", swallowing_wait_turn)
-    async with LeaderLatch(a, "/swallowed", "a") as leader:
+    async with LeaderLatch(a, "/swallowed", participant_id="a") as leader:
         assert await leader.wait_leader(timeout=10)
-        follower = LeaderLatch(b, "/swallowed", "b")
+        follower = LeaderLatch(b, "/swallowed", participant_id="b")
         await follower.start()
         await waiting.wait()
         async with asyncio.timeout(10):

@@ -26,7 +26,9 @@ ClientFactory = Callable[..., aiocoord.Client]
 async def test_only_one_holder_at_a_time(client_factory: ClientFactory, children_of) -> None:
     clients = [client_factory() for _ in range(3)]
     await asyncio.gather(*(c.start() for c in clients))
-    leases = [Lease(c, "/lease", ttl=30, holder=f"worker-{i}") for i, c in enumerate(clients)]
+    leases = [
+        Lease(c, "/lease", ttl=30, participant_id=f"worker-{i}") for i, c in enumerate(clients)
+    ]
     wins = await asyncio.gather(*(lease.try_acquire() for lease in leases))
     assert sum(wins) == 1
     winner = leases[wins.index(True)]
@@ -47,9 +49,9 @@ async def test_a_vanished_holder_lapses_after_its_ttl(client_factory: ClientFact
     a, b = client_factory(), client_factory()
     await a.start()
     await b.start()
-    first = Lease(a, "/lapse", ttl=0.5, holder="first")
+    first = Lease(a, "/lapse", ttl=0.5, participant_id="first")
     assert await first.try_acquire()
-    second = Lease(b, "/lapse", ttl=0.5, holder="second")
+    second = Lease(b, "/lapse", ttl=0.5, participant_id="second")
     assert not await second.try_acquire()
     # The holder stops renewing (as if hung). Once its TTL has passed by the
     # server's clock the next contender takes over, without waiting for the
@@ -67,12 +69,12 @@ async def test_renew_keeps_the_lease_past_its_ttl(client_factory: ClientFactory)
     a, b = client_factory(), client_factory()
     await a.start()
     await b.start()
-    holder = Lease(a, "/renewed", ttl=0.4, holder="h")
+    holder = Lease(a, "/renewed", ttl=0.4, participant_id="h")
     assert await holder.try_acquire()
     for _ in range(4):
         await asyncio.sleep(0.2)
         await holder.renew()
-        assert not await Lease(b, "/renewed", ttl=0.4, holder="other").try_acquire()
+        assert not await Lease(b, "/renewed", ttl=0.4, participant_id="other").try_acquire()
     assert holder.is_held
     await holder.release()
 
@@ -83,10 +85,10 @@ async def test_the_same_holder_takes_its_lease_back(
     a, b = client_factory(), client_factory()
     await a.start()
     await b.start()
-    before = Lease(a, "/again", ttl=30, holder="svc-1")
+    before = Lease(a, "/again", ttl=30, participant_id="svc-1")
     assert await before.try_acquire()
     # A restarted process with the same holder id resumes the lease.
-    after = Lease(b, "/again", ttl=30, holder="svc-1")
+    after = Lease(b, "/again", ttl=30, participant_id="svc-1")
     assert await after.try_acquire()
     assert after.node == before.node
     assert len(await children_of(b, "/again")) == 1
@@ -99,15 +101,15 @@ async def test_clear_error_when_the_server_has_ttl_nodes_disabled() -> None:
         aiocoord.connect(server.connect_string) as client,
     ):
         with pytest.raises(TTLNodesDisabledError, match="extendedTypesEnabled"):
-            await Lease(client, "/nope", ttl=1, holder="x").try_acquire()
+            await Lease(client, "/nope", ttl=1, participant_id="x").try_acquire()
 
 
 def test_bad_arguments(idle_client: aiocoord.Client) -> None:
     client = idle_client
     with pytest.raises(ValueError):
-        Lease(client, "/x", ttl=0, holder="h")
+        Lease(client, "/x", ttl=0, participant_id="h")
     with pytest.raises(aiocoord.InvalidPathError):
-        Lease(client, "x", ttl=1, holder="h")
+        Lease(client, "x", ttl=1, participant_id="h")
 
 
 async def test_entering_a_lease_held_by_another_raises_lease_held(
@@ -115,9 +117,9 @@ async def test_entering_a_lease_held_by_another_raises_lease_held(
 ) -> None:
     a, b = client_factory(), client_factory()
     await asyncio.gather(a.start(), b.start())
-    async with Lease(a, "/held", ttl=30, holder="a"):
+    async with Lease(a, "/held", ttl=30, participant_id="a"):
         with pytest.raises(LeaseHeldError) as caught:
-            async with Lease(b, "/held", ttl=30, holder="b"):
+            async with Lease(b, "/held", ttl=30, participant_id="b"):
                 pass
         assert caught.value.path == "/held"
         assert not isinstance(caught.value, NotOwnerError)
@@ -129,7 +131,7 @@ async def test_one_transaction_fenced_by_a_lock_and_a_lease(
     client = client_factory()
     await client.start()
     await client.create("/data", b"0")
-    lease = Lease(client, "/both-lease", ttl=30, holder="h")
+    lease = Lease(client, "/both-lease", ttl=30, participant_id="h")
     mutex = Mutex(client, "/both-lock")
     async with mutex:
         assert await lease.try_acquire()
@@ -147,7 +149,7 @@ async def test_one_transaction_fenced_by_a_lock_and_a_lease(
 async def test_wait_lost_returns_on_release_and_on_lapse(client_factory: ClientFactory) -> None:
     client = client_factory()
     await client.start()
-    lease = Lease(client, "/waiting", ttl=30, holder="h")
+    lease = Lease(client, "/waiting", ttl=30, participant_id="h")
     with pytest.raises(NotOwnerError):
         await lease.wait_lost()
     assert await lease.try_acquire()
@@ -156,7 +158,7 @@ async def test_wait_lost_returns_on_release_and_on_lapse(client_factory: ClientF
     assert not waiter.done()
     await lease.release()
     await waiter
-    short = Lease(client, "/lapsing", ttl=0.3, holder="h")
+    short = Lease(client, "/lapsing", ttl=0.3, participant_id="h")
     assert await short.try_acquire()
     await short.wait_lost()  # nobody renews: it lapses by the local clock
     assert not short.is_held
@@ -167,15 +169,15 @@ async def test_hold_keeps_the_lease_alive_while_the_block_runs(
 ) -> None:
     a, b = client_factory(), client_factory()
     await asyncio.gather(a.start(), b.start())
-    lease = Lease(a, "/kept", ttl=0.3, holder="a")
+    lease = Lease(a, "/kept", ttl=0.3, participant_id="a")
     async with lease.hold():
         # Several TTLs pass (time passing is the point here); renewals keep it.
         for _ in range(4):
             await asyncio.sleep(0.2)
             assert lease.is_held
-            assert not await Lease(b, "/kept", ttl=0.3, holder="b").try_acquire()
+            assert not await Lease(b, "/kept", ttl=0.3, participant_id="b").try_acquire()
     assert not lease.is_held
-    assert await Lease(b, "/kept", ttl=0.3, holder="b").try_acquire()
+    assert await Lease(b, "/kept", ttl=0.3, participant_id="b").try_acquire()
 
 
 async def test_hold_without_keep_alive_cancels_the_block_when_the_lease_lapses(
@@ -183,7 +185,7 @@ async def test_hold_without_keep_alive_cancels_the_block_when_the_lease_lapses(
 ) -> None:
     client = client_factory()
     await client.start()
-    lease = Lease(client, "/lapsing-hold", ttl=0.3, holder="h")
+    lease = Lease(client, "/lapsing-hold", ttl=0.3, participant_id="h")
     reached_end = False
     with pytest.raises(LockLostError):
         async with lease.hold(keep_alive=False):
@@ -196,7 +198,7 @@ async def test_hold_without_keep_alive_cancels_the_block_when_the_lease_lapses(
 async def test_hold_refuses_a_lease_held_by_another(client_factory: ClientFactory) -> None:
     a, b = client_factory(), client_factory()
     await asyncio.gather(a.start(), b.start())
-    async with Lease(a, "/taken", ttl=30, holder="a").hold():
+    async with Lease(a, "/taken", ttl=30, participant_id="a").hold():
         with pytest.raises(LeaseHeldError):
-            async with Lease(b, "/taken", ttl=30, holder="b").hold():
+            async with Lease(b, "/taken", ttl=30, participant_id="b").hold():
                 pass

@@ -27,10 +27,10 @@ async def locked(client: aiocoord.Client) -> str:
         return "a return inside the block needs no return after it"
 
 
-async def leased(client: aiocoord.Client) -> bytes:
-    lease = aiocoord.Lease(client, "/lease", ttl=5, holder="me")
+async def leased(client: aiocoord.Client) -> str:
+    lease = aiocoord.Lease(client, "/lease", ttl=5, participant_id="me")
     async with lease.hold():
-        return lease.holder
+        return lease.participant_id
 
 
 async def fenced(client: aiocoord.Client, lock: aiocoord.Mutex, lease: aiocoord.Lease) -> None:

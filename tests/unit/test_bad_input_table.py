@@ -171,16 +171,16 @@ RECIPES: dict[str, Callable[..., Any]] = {
     "ReadWriteLock": lambda c, p, **kw: ReadWriteLock(c, p, **kw),
     "Semaphore": lambda c, p, **kw: Semaphore(c, p, 2, **kw),
     "SemaphoreMutex": lambda c, p, **kw: SemaphoreMutex(c, p, **kw),
-    "Lease": lambda c, p, **kw: Lease(c, p, 5, "me", **kw),
+    "Lease": lambda c, p, **kw: Lease(c, p, 5, participant_id="me", **kw),
     "AtomicLong": lambda c, p, **kw: AtomicLong(c, p, **kw),
     "AtomicInt": lambda c, p, **kw: AtomicInt(c, p, **kw),
     "AtomicBytes": lambda c, p, **kw: AtomicBytes(c, p, **kw),
     "SharedCount": lambda c, p, **kw: SharedCount(c, p, 0, **kw),
     "Barrier": lambda c, p, **kw: Barrier(c, p, **kw),
     "DoubleBarrier": lambda c, p, **kw: DoubleBarrier(c, p, 2, **kw),
-    "LeaderLatch": lambda c, p, **kw: LeaderLatch(c, p, "me", **kw),
-    "LeaderElection": lambda c, p, **kw: LeaderElection(c, p, "me", **kw),
-    "GroupMember": lambda c, p, **kw: GroupMember(c, p, "me", **kw),
+    "LeaderLatch": lambda c, p, **kw: LeaderLatch(c, p, participant_id="me", **kw),
+    "LeaderElection": lambda c, p, **kw: LeaderElection(c, p, participant_id="me", **kw),
+    "GroupMember": lambda c, p, **kw: GroupMember(c, p, participant_id="me", **kw),
     "Queue": lambda c, p, **kw: Queue(c, p, **kw),
     "PriorityQueue": lambda c, p, **kw: PriorityQueue(c, p, **kw),
     "DelayQueue": lambda c, p, **kw: DelayQueue(c, p, **kw),
@@ -277,24 +277,35 @@ def path_cases() -> Iterator[Case]:
         InvalidPathError,
         ("'lock'",),
     )
-    yield Case("GroupMember(member_id='')", lambda c: GroupMember(c, P, ""), InvalidPathError, (P,))
     yield Case(
-        "GroupMember(member_id='a/b')", lambda c: GroupMember(c, P, "a/b"), InvalidPathError, (P,)
-    )
-    yield Case(
-        "GroupMember(member_id='..')", lambda c: GroupMember(c, P, ".."), InvalidPathError, (P,)
-    )
-    yield Case(
-        "GroupMember(member_id=emoji)",
-        lambda c: GroupMember(c, P, "\U0001f600"),
+        "GroupMember(participant_id='')",
+        lambda c: GroupMember(c, P, participant_id=""),
         InvalidPathError,
         (P,),
     )
     yield Case(
-        "GroupMember(member_id=5)",
-        lambda c: GroupMember(c, P, 5),
+        "GroupMember(participant_id='a/b')",
+        lambda c: GroupMember(c, P, participant_id="a/b"),
+        InvalidPathError,
+        (P,),
+    )
+    yield Case(
+        "GroupMember(participant_id='..')",
+        lambda c: GroupMember(c, P, participant_id=".."),
+        InvalidPathError,
+        (P,),
+    )
+    yield Case(
+        "GroupMember(participant_id=emoji)",
+        lambda c: GroupMember(c, P, participant_id="\U0001f600"),
+        InvalidPathError,
+        (P,),
+    )
+    yield Case(
+        "GroupMember(participant_id=5)",
+        lambda c: GroupMember(c, P, participant_id=5),
         ArgumentTypeError,
-        ("member_id", P),
+        ("participant_id", P),
     )
     yield Case(
         "NodeCache.get(relative)", lambda c: NodeCache(c, P).get("x"), InvalidPathError, ("'x'",)
@@ -417,38 +428,49 @@ def argument_cases() -> Iterator[Case]:
     )
     yield Case(
         "GroupMember oversized data",
-        lambda c: GroupMember(c, P, "me", b"x" * (LIMIT + 1)),
+        lambda c: GroupMember(c, P, participant_id="me", data=b"x" * (LIMIT + 1)),
         DataTooLargeError,
         (P,),
     )
     yield Case(
-        "GroupMember(data=5)", lambda c: GroupMember(c, P, "me", 5), ArgumentTypeError, ("data", P)
-    )
-    yield Case(
-        "GroupMember.update(5)",
-        lambda c: GroupMember(c, P, "me").update(5),
+        "GroupMember(data=5)",
+        lambda c: GroupMember(c, P, participant_id="me", data=5),
         ArgumentTypeError,
         ("data", P),
     )
     yield Case(
-        "Lease oversized holder", lambda c: Lease(c, P, 5, b"x" * LIMIT), DataTooLargeError, (P,)
+        "GroupMember.update(5)",
+        lambda c: GroupMember(c, P, participant_id="me").update(5),
+        ArgumentTypeError,
+        ("data", P),
     )
-    yield Case("Lease(holder=5)", lambda c: Lease(c, P, 5, 5), ArgumentTypeError, ("holder", P))
     yield Case(
-        "Lease(holder=lone surrogate)",
-        lambda c: Lease(c, P, 5, "\udc00"),
+        "Lease oversized holder",
+        lambda c: Lease(c, P, 5, participant_id="x" * LIMIT),
+        DataTooLargeError,
+        (P,),
+    )
+    yield Case(
+        "Lease(participant_id=5)",
+        lambda c: Lease(c, P, 5, participant_id=5),
+        ArgumentTypeError,
+        ("participant_id", P),
+    )
+    yield Case(
+        "Lease(participant_id=lone surrogate)",
+        lambda c: Lease(c, P, 5, participant_id="\udc00"),
         InvalidArgumentError,
-        ("holder", P),
+        ("participant_id", P),
     )
     yield Case(
         "LeaderLatch(participant_id=5)",
-        lambda c: LeaderLatch(c, P, 5),
+        lambda c: LeaderLatch(c, P, participant_id=5),
         ArgumentTypeError,
         ("participant_id", P),
     )
     yield Case(
         "LeaderElection(participant_id=lone surrogate)",
-        lambda c: LeaderElection(c, P, "\ud800"),
+        lambda c: LeaderElection(c, P, participant_id="\ud800"),
         InvalidArgumentError,
         ("participant_id", P, "UTF-8"),
     )
@@ -957,7 +979,10 @@ def seconds_cases() -> Iterator[Case]:
             ("ttl", P),
         )
         yield Case(
-            f"Lease(ttl={value!r})", lambda c, v=value: Lease(c, P, v, "me"), error, ("ttl", P)
+            f"Lease(ttl={value!r})",
+            lambda c, v=value: Lease(c, P, v, participant_id="me"),
+            error,
+            ("ttl", P),
         )
     for value, error in [*BAD_TIMEOUTS, (math.inf, InvalidArgumentError)]:
         yield Case(

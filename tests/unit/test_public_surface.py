@@ -151,20 +151,24 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
         ),
         ("'/a'", "'/b'", "held=False"),
     ),
-    ("Lease", lambda client: aiocoord.Lease(client, "/lease", 5.0, "worker-1"), ("worker-1",)),
+    (
+        "Lease",
+        lambda client: aiocoord.Lease(client, "/lease", 5.0, participant_id="worker-1"),
+        ("worker-1",),
+    ),
     (
         "HoldContext",
-        lambda client: aiocoord.Lease(client, "/lease", 5.0, "w").hold(),
+        lambda client: aiocoord.Lease(client, "/lease", 5.0, participant_id="w").hold(),
         ("'/lease'",),
     ),
     (
         "HoldContext",
-        lambda client: aiocoord.LeaderElection(client, "/election", "me").hold(),
+        lambda client: aiocoord.LeaderElection(client, "/election", participant_id="me").hold(),
         ("'/election'", "inactive"),
     ),
     (
         "HoldContext",
-        lambda client: aiocoord.LeaderLatch(client, "/latch", "me").hold(timeout=1),
+        lambda client: aiocoord.LeaderLatch(client, "/latch", participant_id="me").hold(timeout=1),
         ("'/latch'",),
     ),
     ("AtomicLong", lambda client: aiocoord.AtomicLong(client, "/long"), ("'/long'",)),
@@ -200,17 +204,19 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
     ),
     (
         "LeaderLatch",
-        lambda client: aiocoord.LeaderLatch(client, "/latch", "me"),
+        lambda client: aiocoord.LeaderLatch(client, "/latch", participant_id="me"),
         ("'/latch'", "'me'"),
     ),
     (
         "LeaderElection",
-        lambda client: aiocoord.LeaderElection(client, "/election", "me"),
+        lambda client: aiocoord.LeaderElection(client, "/election", participant_id="me"),
         ("'/election'", "'me'"),
     ),
     (
         "GroupMember",
-        lambda client: aiocoord.GroupMember(client, "/group", "web-1", b"10.0.0.1"),
+        lambda client: aiocoord.GroupMember(
+            client, "/group", participant_id="web-1", data=b"10.0.0.1"
+        ),
         ("'/group/web-1'", "member=False"),
     ),
     ("TreeCache", lambda client: aiocoord.TreeCache(client, "/config"), ("'/config'", "new")),

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 
 from ... import _paths
 from ..._exceptions import InvalidPathError
 from ..._session import Client, check_client
 
-__all__ = ["default_node_data", "recipe_path"]
+__all__ = ["default_node_data", "generated_participant_id", "recipe_path"]
 
 
 def recipe_path(client: Client, path: str, what: str) -> str:
@@ -26,3 +27,11 @@ def recipe_path(client: Client, path: str, what: str) -> str:
 def default_node_data() -> bytes:
     """What a contender node holds unless told otherwise: who queued it."""
     return f"{socket.gethostname()}:{os.getpid()}".encode()
+
+
+def generated_participant_id() -> str:
+    """The id of a participant not given one (``participant_id=None``):
+    ``<host>:<pid>:<16 hex digits>``, who it is and unique to this object, so
+    two participants in one process are told apart. Also a valid node name
+    (a group member's id is its node's name)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(8)}"

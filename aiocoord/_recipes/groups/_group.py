@@ -48,7 +48,7 @@ from ..._session import (
     run_cleanup,
 )
 from ..._types import ACL, Stat, WatchEvent
-from .._kit._args import recipe_path
+from .._kit._args import generated_participant_id, recipe_path
 from .._kit._waits import Reconnects, wait_gone
 
 __all__ = ["GroupMember"]
@@ -72,7 +72,7 @@ class _Phase(enum.Enum):
 def _member_id(path: str, member_id: object) -> str:
     """``member_id`` if it can be a child node's name under ``path``, else raise."""
     if not isinstance(member_id, str):
-        raise ArgumentTypeError("member_id", "str", member_id, path)
+        raise ArgumentTypeError("participant_id", "str", member_id, path)
     node = f"{path}/{member_id}"
     if not member_id:
         raise InvalidPathError(node, "the member id is empty")
@@ -105,10 +105,10 @@ class _Observer:
 class GroupMember:
     """Membership of one group: our own node in it, and a view of everyone's.
 
-    ``async with GroupMember(client, "/services/api", "host-1", b"10.0.0.1:80"):``
-    keeps the ephemeral node ``/services/api/host-1`` holding that data until
-    the block ends. :meth:`members` reads the whole group, :meth:`changes`
-    follows it.
+    ``async with GroupMember(client, "/services/api", participant_id="host-1",
+    data=b"10.0.0.1:80"):`` keeps the ephemeral node ``/services/api/host-1``
+    holding that data (empty without ``data``) until the block ends.
+    :meth:`members` reads the whole group, :meth:`changes` follows it.
 
     While a member is running, its node is re-created (in a background task of
     the client) whenever it goes: after the session expired, or when another
@@ -128,9 +128,9 @@ class GroupMember:
         self,
         client: Client,
         path: str,
-        member_id: str,
-        data: bytes = b"",
         *,
+        participant_id: str | None = None,
+        data: bytes | None = None,
         acl: Sequence[ACL] | None = None,
     ) -> None:
         recipe_path(client, path, "group")
@@ -138,9 +138,11 @@ class GroupMember:
         """The ACL of our node and of the missing parents made for it."""
         self._client = client
         self._group = path
-        self._id = _member_id(path, member_id)
-        self._node = f"{path}/{member_id}"
-        self._data = self._checked(data)
+        if participant_id is None:
+            participant_id = generated_participant_id()
+        self._id = _member_id(path, participant_id)
+        self._node = f"{path}/{participant_id}"
+        self._data = b"" if data is None else self._checked(data)
         self._phase = _Phase.NEW
         self._session = 0
         """The session that owns our node, once created."""
@@ -160,8 +162,9 @@ class GroupMember:
     # --- local state ----------------------------------------------------------------
 
     @property
-    def member_id(self) -> str:
-        """Our id in the group: the name of our node."""
+    def participant_id(self) -> str:
+        """Our id in the group: the name of our node (``<host>:<pid>:<random hex>``
+        unless one was given)."""
         return self._id
 
     @property

@@ -45,7 +45,7 @@ from ..._session import (
     retry_on_connection_loss,
 )
 from ..._types import ACL
-from .._kit._args import default_node_data, recipe_path
+from .._kit._args import generated_participant_id, recipe_path
 from .._kit._contenders import LOCK_NAME, Contender, mutex_rule, sort_contenders
 from .._kit._holding import Hold, HoldContext, LossMonitor, native_cancel_pending
 from .._kit._waits import Deadline, wait_gone
@@ -100,12 +100,19 @@ async def _candidates(client: Client, path: str, lock_name: str) -> list[Candida
 
 
 def _check_arguments(
-    client: Client, path: str, participant_id: str, error_policy: ErrorPolicy | None, what: str
-) -> bytes:
-    """Validate a recipe's arguments (before any I/O); the participant id's bytes."""
+    client: Client,
+    path: str,
+    participant_id: str | None,
+    error_policy: ErrorPolicy | None,
+    what: str,
+) -> tuple[str, bytes]:
+    """Validate a recipe's arguments (before any I/O): the participant id (a
+    generated one for None) and its bytes, what our node holds."""
     recipe_path(client, path, what)
     check_error_policy(error_policy, path)
-    return check_text(participant_id, "participant_id", path=path)
+    if participant_id is None:
+        participant_id = generated_participant_id()
+    return participant_id, check_text(participant_id, "participant_id", path=path)
 
 
 async def _node_gone(client: Client, node: str, session_id: int) -> str:
@@ -162,8 +169,8 @@ _NEW, _STARTING, _STARTED, _CLOSED = "new", "starting", "started", "closed"
 class LeaderLatch:
     """Take part in an election for as long as the latch is open (Curator's LeaderLatch).
 
-    ``async with LeaderLatch(client, path, "me") as latch:`` joins the queue
-    (the first participant leads) and leaves it on exit. Meanwhile
+    ``async with LeaderLatch(client, path, participant_id="me") as latch:``
+    joins the queue (the first participant leads) and leaves it on exit. Meanwhile
     ``has_leadership`` says whether we lead now, ``await wait_leader()`` waits
     for it, and ``async for leading in latch.changes()`` follows it.
 
@@ -186,17 +193,19 @@ class LeaderLatch:
         self,
         client: Client,
         path: str,
-        participant_id: str = "",
         *,
+        participant_id: str | None = None,
         error_policy: ErrorPolicy | None = None,
         acl: Sequence[ACL] | None = None,
     ) -> None:
-        self._data = _check_arguments(client, path, participant_id, error_policy, "leader latch")
+        self.participant_id, self._data = _check_arguments(
+            client, path, participant_id, error_policy, "leader latch"
+        )
+        """This participant's id, stored in its node as UTF-8 (Curator's latch id);
+        ``<host>:<pid>:<random hex>`` unless one was given."""
         self._acl = check_recipe_acl(acl, path)
         self._client = client
         self.path = path
-        self.participant_id = participant_id
-        """This participant's id, stored in its node (Curator's latch id)."""
         self._monitor = LossMonitor(
             client, error_policy or client.error_policy, f"leadership of {path!r}"
         )
@@ -676,19 +685,20 @@ class LeaderElection:
         self,
         client: Client,
         path: str,
-        participant_id: str = "",
         *,
+        participant_id: str | None = None,
         error_policy: ErrorPolicy | None = None,
         acl: Sequence[ACL] | None = None,
     ) -> None:
-        data = _check_arguments(client, path, participant_id, error_policy, "leader election")
+        self.participant_id, self._data = _check_arguments(
+            client, path, participant_id, error_policy, "leader election"
+        )
+        """This participant's id, stored in its node as UTF-8 (Curator's
+        LeaderSelector id); ``<host>:<pid>:<random hex>`` unless one was given
+        (where Curator stores the client's IP address)."""
         self._acl = check_recipe_acl(acl, path)
         self._client = client
         self.path = path
-        self.participant_id = participant_id
-        """This participant's id. Its node holds it as UTF-8; an empty id stores
-        ``host:pid`` instead (where Curator stores the client's IP address)."""
-        self._data = data or default_node_data()
         self._monitor = LossMonitor(
             client, error_policy or client.error_policy, f"leadership of {path!r}"
         )

@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 
 from ... import _paths
-from ..._checks import check_bytes, check_flag, check_recipe_acl, check_text, check_ttl_ms
+from ..._checks import check_flag, check_recipe_acl, check_text, check_ttl_ms
 from ..._exceptions import (
     BadVersionError,
     CoordinationError,
@@ -48,7 +48,7 @@ from ..._session import (
     run_cleanup,
 )
 from ..._types import ACL, Codec, Stat
-from .._kit._args import recipe_path
+from .._kit._args import generated_participant_id, recipe_path
 from .._kit._contenders import sort_contenders
 from .._kit._holding import Hold, HoldContext
 
@@ -85,9 +85,10 @@ class Lease:
     ``try_acquire()`` returns at once: True if this object now holds the lease
     (or already did), False if someone else does. The holder extends it with
     ``renew()`` before ``ttl`` runs out; if it does not (it crashed, hung or
-    was cut off), the lease lapses and others may take it. ``holder`` names
-    the owner: a new ``Lease`` with the same holder (a restarted process)
-    takes over a lease that holder still has.
+    was cut off), the lease lapses and others may take it. ``participant_id``
+    names the holder: a new ``Lease`` with the same id (a restarted process)
+    takes over a lease that id still has. Without one, the id is generated
+    (``<host>:<pid>:<random hex>``), unique to this object: nobody takes over.
 
     The server needs TTL nodes enabled (``zookeeper.extendedTypesEnabled``).
     ``acl`` (default: the client's ``default_acl``) is the ACL of the lease
@@ -101,8 +102,8 @@ class Lease:
         client: Client,
         path: str,
         ttl: float,
-        holder: str | bytes,
         *,
+        participant_id: str | None = None,
         acl: Sequence[ACL] | None = None,
     ) -> None:
         recipe_path(client, path, "lease")
@@ -110,13 +111,14 @@ class Lease:
         self._client = client
         self.path = path
         self.ttl = float(ttl)
-        if isinstance(holder, str):
-            self.holder = check_text(holder, "holder", path=path)
-        else:
-            self.holder = check_bytes(holder, "holder", path=path)
+        if participant_id is None:
+            participant_id = generated_participant_id()
+        self._holder = check_text(participant_id, "participant_id", path=path)
+        self.participant_id = participant_id
+        """Who holds the lease through this object, stored in its node as UTF-8."""
         self._acl = check_recipe_acl(acl, path)
         """The ACL of our lease nodes and the parents made for them (None: the client's)."""
-        self._data = _DATA.encode((self._ttl_ms, self.holder))
+        self._data = _DATA.encode((self._ttl_ms, self._holder))
         if len(self._data) > client.max_data_size:
             raise DataTooLargeError(path, len(self._data), client.max_data_size)
         self._node: str | None = None
@@ -128,8 +130,7 @@ class Lease:
         """Set when the lease is taken, renewed, lost or released."""
 
     def __repr__(self) -> str:
-        holder = self.holder.decode(errors="backslashreplace")
-        return f"<Lease {self.path!r} holder={holder!r} held={self.is_held}>"
+        return f"<Lease {self.path!r} id={self.participant_id!r} held={self.is_held}>"
 
     @property
     def is_held(self) -> bool:
@@ -233,7 +234,7 @@ class Lease:
                 except BadVersionError:
                     return False, None
                 continue
-            if holder == self.holder:
+            if holder == self._holder:
                 return False, (path, stat.version, stat.czxid)
             return False, None
         return True, None
