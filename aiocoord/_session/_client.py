@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Hashable, Sequence
 from typing import Any, ParamSpec, TypeVar, Unpack
 
@@ -23,14 +24,14 @@ from .._exceptions import (
     NoNodeError,
     NotEmptyError,
 )
-from .._types import ACL, Stat, WatchEvent
+from .._types import ACL, OPEN_ACL_UNSAFE, Stat, WatchEvent
 from ._background import Background
 from ._batch import Pipeline, Transaction
 from ._broadcast import Subscription
 from ._connection import replies
 from ._engine import SessionEngine, only_in_session, request_timeout
 from ._nodes import OwnNode, Parents, find_protected
-from ._options import ClientOptions, Hosts, Settings
+from ._options import DEFAULT_MAX_DATA_SIZE, Hosts, Settings
 from ._requests import CreateOptions, RequestBuilder
 from ._retry import RetryPolicy, call_with_retry, is_retryable
 from ._state import ConnectionState, ErrorPolicy
@@ -55,8 +56,37 @@ class Client:
     applied on the client side, created on connect if missing).
     """
 
-    def __init__(self, hosts: Hosts, **options: Unpack[ClientOptions]) -> None:
-        settings = Settings.resolve(options)
+    def __init__(
+        self,
+        hosts: Hosts,
+        *,
+        namespace: str | None = None,
+        session_timeout: float = 10.0,
+        connect_timeout: float | None = None,
+        request_timeout: float | None = None,
+        start_timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+        auth: Sequence[tuple[str, str | bytes]] | None = None,
+        read_only: bool = False,
+        default_acl: Sequence[ACL] = OPEN_ACL_UNSAFE,
+        max_data_size: int = DEFAULT_MAX_DATA_SIZE,
+        ssl_context: ssl.SSLContext | None = None,
+        error_policy: ErrorPolicy | None = None,
+    ) -> None:
+        settings = Settings(
+            namespace=namespace,
+            session_timeout=session_timeout,
+            connect_timeout=connect_timeout,
+            request_timeout=request_timeout,
+            start_timeout=start_timeout,
+            retry=retry,
+            auth=auth,
+            read_only=read_only,
+            default_acl=default_acl,
+            max_data_size=max_data_size,
+            ssl_context=ssl_context,
+            error_policy=error_policy,
+        )
         self._start_timeout = settings.start_timeout
         self._requests = RequestBuilder(
             settings.namespace, settings.default_acl, settings.max_data_size
@@ -516,7 +546,22 @@ class Client:
         return f"<aiocoord.Client {state} session=0x{self.session_id:x} ns={ns!r}>"
 
 
-def connect(hosts: Hosts, **options: Unpack[ClientOptions]) -> Client:
+def connect(
+    hosts: Hosts,
+    *,
+    namespace: str | None = None,
+    session_timeout: float = 10.0,
+    connect_timeout: float | None = None,
+    request_timeout: float | None = None,
+    start_timeout: float | None = None,
+    retry: RetryPolicy | None = None,
+    auth: Sequence[tuple[str, str | bytes]] | None = None,
+    read_only: bool = False,
+    default_acl: Sequence[ACL] = OPEN_ACL_UNSAFE,
+    max_data_size: int = DEFAULT_MAX_DATA_SIZE,
+    ssl_context: ssl.SSLContext | None = None,
+    error_policy: ErrorPolicy | None = None,
+) -> Client:
     """A client for ``hosts`` (``"h1:2181,h2:2181"``); use it as ``async with connect(...)``.
 
     Nothing happens until the ``async with`` (or ``await client.start()``).
@@ -539,7 +584,21 @@ def connect(hosts: Hosts, **options: Unpack[ClientOptions]) -> Client:
     - ``ssl_context``: connect with TLS (to a ``secureClientPort``).
     - ``error_policy``: which states count as losing a lock or leadership.
     """
-    return Client(hosts, **options)
+    return Client(
+        hosts,
+        namespace=namespace,
+        session_timeout=session_timeout,
+        connect_timeout=connect_timeout,
+        request_timeout=request_timeout,
+        start_timeout=start_timeout,
+        retry=retry,
+        auth=auth,
+        read_only=read_only,
+        default_acl=default_acl,
+        max_data_size=max_data_size,
+        ssl_context=ssl_context,
+        error_policy=error_policy,
+    )
 
 
 def drop_connection(client: Client) -> None:

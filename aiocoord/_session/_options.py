@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ssl
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict
 
@@ -23,7 +23,8 @@ Hosts = str | Sequence[str | tuple[str, int]]
 
 
 class ClientOptions(TypedDict, total=False):
-    """Keyword arguments of :func:`connect` and :class:`Client` (defaults in :class:`Settings`)."""
+    """The keyword arguments of :func:`connect` and :class:`Client`, as a type for
+    a dict of them (``connect(hosts, **options)``); defaults in :class:`Settings`."""
 
     namespace: str | None
     session_timeout: float
@@ -96,18 +97,6 @@ class Settings:
 
     def resolved_error_policy(self) -> ErrorPolicy:
         return self.error_policy or StandardErrorPolicy()
-
-    @classmethod
-    def resolve(cls, options: Mapping[str, object]) -> Settings:
-        """``options`` (what :func:`connect` was given) checked and resolved; an
-        unknown name is refused with the known ones listed."""
-        unknown = sorted(set(options) - set(ClientOptions.__annotations__))
-        if unknown:
-            known = ", ".join(sorted(ClientOptions.__annotations__))
-            raise InvalidArgumentError(
-                "connect() option", f"unknown option {unknown[0]!r} (options: {known})"
-            )
-        return cls(**options)  # type: ignore[arg-type]
 
 
 def _check_instance(value: object, kind: type, name: str, expected: str) -> None:

@@ -528,12 +528,6 @@ def argument_cases() -> Iterator[Case]:
         ArgumentTypeError,
         ("codec", P),
     )
-    yield Case(
-        "Queue(max_item=5): unknown option",
-        lambda c: Queue(c, P, max_item=5),
-        InvalidArgumentError,
-        ("max_item", P),
-    )
     yield from sweep_cases()
     yield Case("MultiLock([None])", lambda c: MultiLock([None]), ArgumentTypeError, ("locks[0]",))
     yield Case("MultiLock([])", lambda c: MultiLock([]), InvalidArgumentError, ("locks",))
@@ -1070,7 +1064,6 @@ def connect_cases() -> Iterator[Case]:
         ("auth", [("", "me:pw")], InvalidArgumentError),
         ("read_only", "yes", ArgumentTypeError),
         ("ssl_context", "tls", ArgumentTypeError),
-        ("sesion_timeout", 5, InvalidArgumentError),
     ]
     for option, value, error in options:
         says = (option,)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import typing
 
 import pytest
@@ -35,6 +36,10 @@ def test_the_options_type_and_the_settings_name_the_same_options() -> None:
     options = set(typing.get_type_hints(aiocoord.ClientOptions))
     settings = {f for f in Settings.__dataclass_fields__ if f != "credentials"}
     assert options == settings
+    for function in (aiocoord.connect, aiocoord.Client):
+        parameters = inspect.signature(function).parameters.values()
+        keywords = {p.name for p in parameters if p.kind is p.KEYWORD_ONLY}
+        assert keywords == options, function
 
 
 def test_starting_outside_an_asyncio_loop_raises_a_clear_error() -> None:

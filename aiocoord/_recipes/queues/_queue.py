@@ -58,7 +58,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypedDict, Unpack, cast
+from typing import Any, Generic, Protocol, cast
 
 import anyio
 from typing_extensions import TypeVar
@@ -456,22 +456,6 @@ def _now_ms() -> int:
 # --- the queues -------------------------------------------------------------------
 
 
-class QueueOptions(TypedDict, total=False):
-    """A queue's options (keyword arguments of every queue class)."""
-
-    max_items: int | None
-    """Make puts wait while the queue holds this many items (a soft bound)."""
-    lock_path: str | None
-    """Where :meth:`Queue.take` keeps its markers; default ``<path>-taken``."""
-    dead_letter: str | None
-    """Move undecodable items here instead of raising CorruptValueError."""
-    error_policy: ErrorPolicy | None
-    """Which connection states cancel a take's block; default the client's."""
-    acl: Sequence[ACL] | None
-    """The ACL of every node the queue makes (items, markers, dead letters, and
-    missing parents); default the client's ``default_acl``."""
-
-
 class _QueueBase(Generic[T]):
     """What every queue variant shares: the take loop, takes, inspection."""
 
@@ -484,16 +468,14 @@ class _QueueBase(Generic[T]):
         path: str,
         *,
         codec: ItemCodec[T] | None = None,
-        **options: Unpack[QueueOptions],
+        max_items: int | None = None,
+        lock_path: str | None = None,
+        dead_letter: str | None = None,
+        error_policy: ErrorPolicy | None = None,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
-        max_items = options.get("max_items")
-        lock_path = options.get("lock_path")
-        dead_letter = options.get("dead_letter")
-        error_policy = check_error_policy(options.get("error_policy"), path)
+        error_policy = check_error_policy(error_policy, path)
         recipe_path(client, path, self._kind)
-        unknown = sorted(set(options) - set(QueueOptions.__annotations__))
-        if unknown:
-            raise InvalidArgumentError("queue option", f"unknown option {unknown[0]!r}", path)
         chosen: object = Codec.BYTES if codec is None else codec
         if not (
             callable(getattr(chosen, "encode", None)) and callable(getattr(chosen, "decode", None))
@@ -512,7 +494,7 @@ class _QueueBase(Generic[T]):
                 raise InvalidArgumentError(
                     what, f"{other!r} cannot be the queue path or below it", path
                 )
-        self._acl = check_recipe_acl(options.get("acl"), path)
+        self._acl = check_recipe_acl(acl, path)
         self._client = client
         self.path = path
         self.codec: ItemCodec[T] = cast("ItemCodec[T]", chosen)
