@@ -13,7 +13,8 @@ they may use:
 - A recipe's own nodes: :class:`OwnNode` (protected create, optionally with a
   listing in the same round trip, and a sure delete), and the helpers around
   it: :func:`retry_on_connection_loss`, :func:`run_cleanup`,
-  :func:`delete_quietly`, :func:`protected_marker`.
+  :func:`delete_quietly`, :func:`protected_marker`; :func:`track_sends`
+  tells whether a block wrote anything at all (nothing to clean up if not).
 - Retries: :class:`RetryPolicy` and its kinds, :func:`call_with_retry`.
 - Argument checks of the session's own types: :func:`check_client`,
   :func:`check_error_policy` (the others are in ``aiocoord._checks``).
@@ -26,6 +27,7 @@ second client (session expiry).
 from ._batch import Fence, Pipeline, Transaction
 from ._broadcast import Broadcast, Subscription
 from ._client import Client, StateChanges, check_client, connect, drop_connection
+from ._connection import SendRecord, track_sends
 from ._nodes import (
     PROTECTED_PREFIX,
     OwnNode,
@@ -76,6 +78,7 @@ __all__ = [
     "RetryNTimes",
     "RetryPolicy",
     "RetryUntilElapsed",
+    "SendRecord",
     "SessionErrorPolicy",
     "StandardErrorPolicy",
     "StateChanges",
@@ -95,4 +98,5 @@ __all__ = [
     "protected_marker",
     "retry_on_connection_loss",
     "run_cleanup",
+    "track_sends",
 ]

@@ -10,23 +10,69 @@ says it was sent, and the session manager decides what happens next.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import logging
 import ssl
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .._exceptions import ConnectionLossError, DataTooLargeError, error_for_code
 from . import _zk
 
-__all__ = ["Connection", "open_connection", "replies"]
+__all__ = ["Connection", "SendRecord", "open_connection", "replies", "track_sends"]
 
 log = logging.getLogger("aiocoord.connection")
 
 ReplyHook = Callable[[int], None]
 EventHandler = Callable[[bytes], None]
 ClosedHandler = Callable[["Connection"], None]
+
+
+class SendRecord:
+    """Whether any request was written to a server within a :func:`track_sends` block."""
+
+    __slots__ = ("_outer", "sent")
+
+    def __init__(self, outer: SendRecord | None) -> None:
+        self._outer = outer
+        self.sent = False
+        """True once a request left for the server (it may have been applied)."""
+
+    def mark(self) -> None:
+        record: SendRecord | None = self
+        while record is not None and not record.sent:
+            record.sent = True
+            record = record._outer
+
+
+_sends: contextvars.ContextVar[SendRecord | None] = contextvars.ContextVar(
+    "aiocoord_sends", default=None
+)
+
+
+@contextlib.contextmanager
+def track_sends() -> Iterator[SendRecord]:
+    """Record whether the block (this task, and tasks it starts) wrote any request.
+
+    A recipe cut off while it waited for a connection sent nothing, so it has
+    nothing to look for on the server: its cleanup needs no round trip (which
+    would wait for the server to come back).
+    """
+    record = SendRecord(_sends.get())
+    token = _sends.set(record)
+    try:
+        yield record
+    finally:
+        _sends.reset(token)
+
+
+def _mark_sent() -> None:
+    record = _sends.get()
+    if record is not None:
+        record.mark()
 
 
 class _ProtocolViolation(Exception):
@@ -246,6 +292,7 @@ class Connection(asyncio.Protocol):
             raise self._too_large(op, len(frame) - 4)
         self._next_xid = xid + 1 if xid < 0x7FFFFFFF else 1
         self._send(frame)
+        _mark_sent()
         future: asyncio.Future[Any] = self._loop.create_future()
         self._pending[xid] = _Pending(op, future, hook)
         return future
@@ -265,6 +312,7 @@ class Connection(asyncio.Protocol):
                 raise self._too_large(op, len(frame) - 4)
             frames.append(frame)
         self._send(b"".join(frames))  # raises before anything is registered
+        _mark_sent()
         self._next_xid = (first + len(ops) - 1) % 0x7FFFFFFF + 1
         futures: list[asyncio.Future[Any]] = []
         for offset, op in enumerate(ops):

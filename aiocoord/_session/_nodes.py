@@ -36,6 +36,7 @@ from .._exceptions import (
 )
 from .._types import ACL, Stat
 from ._batch import Pipeline
+from ._connection import track_sends
 from ._requests import CreateOptions
 from ._retry import RetryPolicy, call_with_retry
 
@@ -232,6 +233,8 @@ class OwnNode:
         """The created node's path, once known."""
         self.stat: Stat | None = None
         """The created node's Stat, once known."""
+        self._sent = False
+        """Whether a create may have reached the server (else there is nothing to find)."""
 
     @property
     def created(self) -> bool:
@@ -246,12 +249,16 @@ class OwnNode:
         whatever ``retry_if`` allows) is retried under the client's policy; a
         create that reached the server is found by its marker, not repeated.
         """
-        return await call_with_retry(
-            self._client.retry_policy,
-            lambda: self._attempt(list_children),
-            # An unknown outcome is a connection loss too, but never one to retry.
-            retry_if=lambda e: not isinstance(e, OutcomeUnknownError) and self._retry_if(e),
-        )
+        with track_sends() as sends:
+            try:
+                return await call_with_retry(
+                    self._client.retry_policy,
+                    lambda: self._attempt(list_children),
+                    # An unknown outcome is a connection loss too, but never one to retry.
+                    retry_if=lambda e: not isinstance(e, OutcomeUnknownError) and self._retry_if(e),
+                )
+            finally:
+                self._sent = self._sent or sends.sent
 
     async def _attempt(self, list_children: bool) -> list[str] | None:
         client = self._client
@@ -298,7 +305,13 @@ class OwnNode:
 
     async def delete(self) -> None:
         """Delete the node, shielded and time-bounded; found by its marker if its
-        create's reply was lost. A node that went with its session counts as deleted."""
+        create's reply was lost. A node that went with its session counts as deleted.
+
+        A create that never left the client (cut off while it waited for a
+        connection) made nothing: then this returns at once, sending nothing.
+        """
+        if self.path is None and not self._sent:
+            return
 
         async def delete() -> None:
             path = self.path
@@ -313,3 +326,4 @@ class OwnNode:
         await run_cleanup(self._client, delete)
         self.path = None
         self.stat = None
+        self._sent = False
