@@ -40,6 +40,7 @@ from ._exceptions import OperationTimeoutError as OperationTimeoutError
 from ._exceptions import OutcomeUnknownError as OutcomeUnknownError
 from ._exceptions import OwnershipError as OwnershipError
 from ._exceptions import QueueEmptyError as QueueEmptyError
+from ._exceptions import RecipeClosedError as RecipeClosedError
 from ._exceptions import RolledBackError as RolledBackError
 from ._exceptions import RuntimeInconsistencyError as RuntimeInconsistencyError
 from ._exceptions import ServerOperationTimeoutError as ServerOperationTimeoutError
@@ -218,6 +219,7 @@ __all__ = [
     "QueueEmptyError",
     "QueueTake",
     "ReadWriteLock",
+    "RecipeClosedError",
     "RetryForever",
     "RetryNTimes",
     "RetryPolicy",

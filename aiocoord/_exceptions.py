@@ -47,6 +47,7 @@ __all__ = [
     "OutcomeUnknownError",
     "OwnershipError",
     "QueueEmptyError",
+    "RecipeClosedError",
     "RolledBackError",
     "RuntimeInconsistencyError",
     "ServerOperationTimeoutError",
@@ -124,6 +125,13 @@ class SessionExpiredError(SessionError):
 
 class ClientClosedError(SessionError):
     """The client was closed by its owner."""
+
+
+class RecipeClosedError(CoordinationError, RuntimeError):
+    """The recipe object was closed (``aclose()``): a ``start()`` under way when it
+    was closed, or one called after, raises this (as anyio's ClosedResourceError
+    for a closed stream). A task cancelled by its own caller raises CancelledError
+    as usual."""
 
 
 class UnsupportedEventLoopError(CoordinationError, RuntimeError):

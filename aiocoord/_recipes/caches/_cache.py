@@ -53,6 +53,7 @@ from ..._exceptions import (
 )
 from ..._session import Client, PersistentWatch, check_client, run_cleanup
 from ..._types import EventType, Stat, WatchEvent
+from .._kit._lifecycle import Lifecycle, Phase
 from .._kit._waits import Reconnects
 
 __all__ = [
@@ -485,13 +486,6 @@ class CacheEvents:
 # --- the caches -------------------------------------------------------------------------------
 
 
-class _Phase(enum.Enum):
-    NEW = "new"
-    STARTING = "starting"
-    RUNNING = "running"
-    CLOSED = "closed"
-
-
 class _Stop(Exception):
     """The cache's watch ended with the client."""
 
@@ -523,7 +517,8 @@ class _Cache:
         self._path = path
         self._max_buffer = max_buffer
         self._view = _View(path, max_depth, max_cached_data, self._emit)
-        self._phase = _Phase.NEW
+        self._life = Lifecycle(f"{self._kind} {path!r}", self._open, self._shut, restartable=False)
+        self._halting = False
         self._watch: PersistentWatch | None = None
         self._task: asyncio.Task[Any] | None = None
         self._listeners: list[Callable[[CacheEvent], object]] = []
@@ -542,16 +537,17 @@ class _Cache:
         self._counts = {"round_trips": 0, "data": 0, "stat": 0, "list": 0, "resyncs": 0}
 
     def __repr__(self) -> str:
-        if self._phase is _Phase.CLOSED:
+        phase = self._life.phase
+        if phase is Phase.CLOSED:
             state = "closed"
         elif isinstance(self._failure, ClientClosedError):
             state = "client closed"
         elif self._failure is not None:
             state = "failed"
-        elif self._phase is _Phase.RUNNING and self._repairing:
+        elif phase is Phase.STARTED and self._repairing:
             state = "resyncing"
         else:
-            state = self._phase.value
+            state = phase.value
         return f"<{self._kind} {self._path!r} {state} nodes={len(self._view.nodes)}>"
 
     # --- local reads ---------------------------------------------------------------
@@ -615,7 +611,7 @@ class _Cache:
         limit = self._max_buffer if max_buffer is None else max_buffer
         check_int(limit, "max_buffer", path=self._path, minimum=1)
         consumer = CacheEvents(self, limit)
-        if self._stopped or self._phase is _Phase.CLOSED:
+        if self._stopped or self._life.closed:
             consumer._end(self._failure)
             return consumer
         if self._initialized:
@@ -669,12 +665,29 @@ class _Cache:
         Returns once the view is built (a node that does not exist yet makes an
         empty view). Raises :class:`UnimplementedError` on a server without
         persistent watches (ZooKeeper < 3.6), and the error a read failed with
-        (such as NoAuthError); nothing is left running then. RuntimeError if
-        started before.
+        (such as NoAuthError); nothing is left running then, and the cache is
+        closed. RuntimeError if started before, RecipeClosedError once closed
+        (also when :meth:`aclose` comes while this waits).
         """
-        if self._phase is not _Phase.NEW:
-            raise RuntimeError(f"{self._kind} {self._path!r} is {self._phase.value}")
-        self._phase = _Phase.STARTING
+        await self._life.start()
+
+    async def aclose(self) -> None:
+        """Stop: remove the server's watch, stop the task; iterators from
+        :meth:`events` end (after what they buffered). The view stays readable.
+
+        Cancels a :meth:`start` under way. Idempotent, and fine before :meth:`start`.
+        """
+        await self._life.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def _open(self) -> None:
+        """The opening (see :class:`Lifecycle`): the watch, the task, the first view."""
         client = self._client
         self._reconnects.listen()
         try:
@@ -693,45 +706,35 @@ class _Cache:
                 self._run(), name=f"aiocoord-{self._kind} {self._path}", on_error=self._fail
             )
             await self.wait_initialized()
-            if self._phase is not _Phase.STARTING:
-                raise RuntimeError(f"{self._kind} {self._path!r} was closed while starting")
         except BaseException:
-            await run_cleanup(client, self.aclose)
+            await run_cleanup(client, self._halt)
             raise
-        self._phase = _Phase.RUNNING
 
-    async def aclose(self) -> None:
-        """Stop: remove the server's watch, stop the task; iterators from
-        :meth:`events` end (after what they buffered). The view stays readable."""
-        if self._phase is _Phase.CLOSED:
-            return
-        self._phase = _Phase.CLOSED
+    async def _shut(self, started: bool) -> None:
+        """The closing (see :class:`Lifecycle`)."""
+        await self._halt()
+        self._finish(None)
+
+    async def _halt(self) -> None:
+        """Stop the task and remove the watch."""
+        self._halting = True
         self._reconnects.stop()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
             await asyncio.wait([task])  # unlike awaiting it, never swallows our own cancellation
         await self._close_watch()
-        self._finish(None)
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     async def wait_initialized(self) -> None:
         """Wait until the first complete view is built (at once if it is).
 
         Raises the error the cache stopped on, ClientClosedError if its client
-        closed first, RuntimeError if it was closed first.
+        closed first, RecipeClosedError if it was closed first.
         """
         while not self._initialized:
             if self._failure is not None:
                 raise self._failure
-            if self._phase is _Phase.CLOSED:
-                raise RuntimeError(f"{self._kind} {self._path!r} was closed")
+            self._life.check_open()
             await self._changed.wait()
 
     async def _close_watch(self) -> None:
@@ -780,7 +783,7 @@ class _Cache:
         except (_Stop, ClientClosedError):
             closed = True
         except asyncio.CancelledError:
-            closed = self._phase is not _Phase.CLOSED  # the client's close, not ours
+            closed = not self._halting  # the client's close, not ours
             raise
         except CoordinationError as error:
             log.warning("%s %r stopped: %r", self._kind, self._path, error)

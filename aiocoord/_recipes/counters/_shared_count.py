@@ -21,11 +21,13 @@ from ..._exceptions import (
     CounterOverflowError,
     NodeExistsError,
     NoNodeError,
+    NotEmptyError,
     SessionExpiredError,
 )
-from ..._session import Broadcast, Client, Subscription, Watch
+from ..._session import Broadcast, Client, Subscription, Watch, run_cleanup, track_sends
 from ..._types import ACL, Codec, Stat
 from .._kit._args import recipe_path
+from .._kit._lifecycle import Lifecycle
 from .._kit._waits import Reconnects
 
 __all__ = ["SharedCount", "VersionedValue"]
@@ -80,7 +82,7 @@ class SharedCount:
         """The zxid of the write ``_current`` came from: orders values across re-creations."""
         self._changes: Broadcast[int] = Broadcast()
         self._watcher: asyncio.Task[None] | None = None
-        self._starting = False
+        self._life = Lifecycle(f"shared count {path!r}", self._open, self._shut)
         self._reconnects = Reconnects(client, self._on_reconnected)
         self._reconnected = asyncio.Event()
         """Set on each reconnection: the value must be read again and announced."""
@@ -115,11 +117,20 @@ class SharedCount:
 
         Raises :class:`CorruptValueError` if the node holds something else
         than a count; nothing is left running then, and ``start()`` may be
-        called again later.
+        called again later. RuntimeError if started already,
+        RecipeClosedError once closed (also when :meth:`aclose` comes while
+        this waits: a create not yet sent is never sent).
         """
-        if self._watcher is not None or self._starting:
-            raise RuntimeError("SharedCount already started")
-        self._starting = True
+        await self._life.start()
+
+    async def aclose(self) -> None:
+        """Stop watching; iterators from :meth:`changes` end. Cancels a :meth:`start`
+        under way; idempotent, and fine before :meth:`start`. The node stays (it is
+        the count's, not this object's)."""
+        await self._life.aclose()
+
+    async def _open(self) -> None:
+        """The opening (see :class:`Lifecycle`)."""
         self._current = None
         self._reconnected.clear()
         self._reconnects.listen()
@@ -127,8 +138,7 @@ class SharedCount:
         try:
             seed = self._encode(self._seed)
             while True:
-                with contextlib.suppress(NodeExistsError):
-                    await self._client.create(self.path, seed, make_parents=True, acl=self._acl)
+                await self._create_seed(seed)
                 snapshot, watch = await self._read()
                 if snapshot is not None:
                     break
@@ -146,11 +156,45 @@ class SharedCount:
                 watch.cancel()
             self._reconnects.stop()
             raise
-        finally:
-            self._starting = False
 
-    async def aclose(self) -> None:
-        """Stop watching; iterators from :meth:`changes` end."""
+    async def _create_seed(self, seed: bytes) -> None:
+        """Create the node holding ``seed`` unless it exists.
+
+        Cancelled (a close) once the create went out, this waits for its reply
+        and deletes the node it made if nobody wrote to it since, so that a
+        closed count never leaves a node made later; cancelled before, it
+        sends nothing.
+        """
+        client = self._client
+        with track_sends() as sends:  # the task runs in a copy of this context
+            create = asyncio.ensure_future(
+                client.create_with_stat(self.path, seed, make_parents=True, acl=self._acl)
+            )
+        try:
+            await asyncio.shield(create)
+        except NodeExistsError:
+            return
+        except asyncio.CancelledError:
+            if not sends.sent:
+                create.cancel()  # delivered before anything is written
+                await run_cleanup(client, lambda: asyncio.wait([create]))
+            else:
+
+                async def undo() -> None:
+                    try:
+                        _path, stat = await create
+                    except CoordinationError:
+                        return  # not made by us
+                    with contextlib.suppress(NoNodeError, BadVersionError, NotEmptyError):
+                        await client.delete(self.path, version=stat.version)
+
+                await run_cleanup(client, undo)
+            if create.done() and not create.cancelled():
+                create.exception()  # seen
+            raise
+
+    async def _shut(self, started: bool) -> None:
+        """The closing (see :class:`Lifecycle`): stop the watcher, end the iterators."""
         self._reconnects.stop()
         watcher, self._watcher = self._watcher, None
         if watcher is not None:

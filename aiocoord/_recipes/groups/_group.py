@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import functools
 import logging
 from collections.abc import AsyncGenerator, Sequence
@@ -46,9 +45,11 @@ from ..._session import (
     call_with_retry,
     retry_on_connection_loss,
     run_cleanup,
+    track_sends,
 )
 from ..._types import ACL, Stat, WatchEvent
 from .._kit._args import generated_participant_id, recipe_path
+from .._kit._lifecycle import Lifecycle, Phase
 from .._kit._waits import Reconnects, wait_gone
 
 __all__ = ["GroupMember"]
@@ -60,13 +61,6 @@ _LOCAL_MEMBERS = "aiocoord.group-members"
 
 _MAX_PAUSE = 2.0
 """Longest pause between attempts to re-create our node when the server refuses (seconds)."""
-
-
-class _Phase(enum.Enum):
-    NEW = "new"
-    STARTING = "starting"
-    RUNNING = "running"
-    CLOSED = "closed"
 
 
 def _member_id(path: str, member_id: object) -> str:
@@ -143,7 +137,7 @@ class GroupMember:
         self._id = _member_id(path, participant_id)
         self._node = f"{path}/{participant_id}"
         self._data = b"" if data is None else self._checked(data)
-        self._phase = _Phase.NEW
+        self._life = Lifecycle(f"group member {self._node!r}", self._open, self._shut)
         self._session = 0
         """The session that owns our node, once created."""
         self._is_member = False
@@ -156,7 +150,7 @@ class GroupMember:
         self._observers: set[_Observer] = set()
 
     def __repr__(self) -> str:
-        state = "failed" if self._failure is not None else self._phase.value
+        state = "failed" if self._failure is not None else self._life.phase.value
         return f"<GroupMember {self._node!r} {state} member={self._is_member}>"
 
     # --- local state ----------------------------------------------------------------
@@ -219,58 +213,58 @@ class GroupMember:
         session holds the id (its node is left alone), or another running
         member on this client does. On any error or cancellation a node we
         made is deleted, and ``start()`` may be tried again later.
-        RuntimeError if already started or closed.
+        RuntimeError if already started, RecipeClosedError once closed (also
+        when :meth:`aclose` comes while this waits).
         """
-        if self._phase is not _Phase.NEW:
-            raise RuntimeError(f"group member {self._node!r} is {self._phase.value}")
+        await self._life.start()
+
+    async def aclose(self) -> None:
+        """Leave: stop keeping our node, then delete it (shielded, time-bounded).
+
+        Cancels a :meth:`start` under way; once this returns our node is gone
+        and will not appear later (a create still in flight is looked for and
+        deleted first). Idempotent, and fine before :meth:`start`. Iterators
+        from :meth:`changes` end. A closed member cannot start again.
+        """
+        await self._life.aclose()
+
+    async def _open(self) -> None:
+        """The opening (see :class:`Lifecycle`): make our node, start keeping it."""
         client = self._client
         local = client.recipe_state(_LOCAL_MEMBERS, set[str])
         if self._node in local:
             # Our session owns that node, so it would pass for ours: refuse it here.
             raise MemberIdInUseError(self._node)
         local.add(self._node)
-        self._phase = _Phase.STARTING
         self._failure = None
         client.add_listener(self._on_state)
-        try:
-            await self._join()
-            if self._phase is not _Phase.STARTING:
-                raise RuntimeError(f"group member {self._node!r} was closed while starting")
-        except BaseException as error:
-            client.remove_listener(self._on_state)
-            local.discard(self._node)
-            if self._phase is _Phase.STARTING:
-                self._phase = _Phase.NEW
-            self._set_member(False)
-            if not isinstance(error, MemberIdInUseError):
-                await self._delete_own()
-            raise
-        self._phase = _Phase.RUNNING
-        self._keeper = client.start_background(
-            self._keep(), name=f"aiocoord-group-member {self._node}", on_error=self._fail
-        )
+        with track_sends() as sends:
+            try:
+                await self._join()
+                self._keeper = client.start_background(
+                    self._keep(), name=f"aiocoord-group-member {self._node}", on_error=self._fail
+                )
+            except BaseException as error:
+                client.remove_listener(self._on_state)
+                local.discard(self._node)
+                self._set_member(False)
+                # A create that never left the client made nothing to look for.
+                if sends.sent and not isinstance(error, MemberIdInUseError):
+                    await self._delete_own()
+                raise
 
-    async def aclose(self) -> None:
-        """Leave: stop keeping our node, then delete it (shielded, time-bounded).
-
-        Iterators from :meth:`changes` end. A closed member cannot start again.
-        """
-        phase = self._phase
-        if phase is _Phase.CLOSED:
-            return
-        self._phase = _Phase.CLOSED
-        if phase is not _Phase.RUNNING:
-            self._changed()  # a start under way sees it and undoes itself
-            return
+    async def _shut(self, started: bool) -> None:
+        """The closing (see :class:`Lifecycle`): stop the keeper, delete our node."""
         client = self._client
-        client.remove_listener(self._on_state)
-        keeper, self._keeper = self._keeper, None
-        try:
-            await run_cleanup(client, lambda: self._leave(keeper))
-        finally:
-            client.recipe_state(_LOCAL_MEMBERS, set[str]).discard(self._node)
-            self._is_member = False
-            self._changed()
+        if started:
+            client.remove_listener(self._on_state)
+            keeper, self._keeper = self._keeper, None
+            try:
+                await run_cleanup(client, lambda: self._leave(keeper))
+            finally:
+                client.recipe_state(_LOCAL_MEMBERS, set[str]).discard(self._node)
+        self._is_member = False
+        self._changed()  # waiters and changes() iterators see the close
 
     async def _leave(self, keeper: asyncio.Task[Any] | None) -> None:
         if keeper is not None:
@@ -362,7 +356,7 @@ class GroupMember:
             while True:
                 await self._wait_gone()
                 self._set_member(False)
-                if self._phase is not _Phase.RUNNING:
+                if self._life.closed:
                     return
                 log.info("group member %r: our node is gone; creating it again", self._node)
                 await self._rejoin()
@@ -431,16 +425,15 @@ class GroupMember:
         Before :meth:`start` it only sets what ``start()`` will publish.
         While our node is gone (being re-created) the new data goes with the
         re-creation. MemberIdInUseError if another session took our id;
-        RuntimeError once closed; NoConnectionError if ZooKeeper could not be
+        RecipeClosedError once closed; NoConnectionError if ZooKeeper could not be
         reached in time (the data is kept, but only a re-creation or another
         call publishes it then).
         """
         value = self._checked(data)
-        if self._phase is _Phase.CLOSED:
-            raise RuntimeError(f"group member {self._node!r} is closed")
+        self._life.check_open()
         self._data = value
         self._check_failure()
-        if self._phase is _Phase.NEW:
+        if self._life.phase is Phase.NEW:
             return
         # If our node went with the session, the keeper makes it again, with this data.
         async with self._writing:
@@ -472,12 +465,14 @@ class GroupMember:
 
         For after an outage: returns once the node is back. Raises
         MemberIdInUseError if another session took our id (we will not be a
-        member again), RuntimeError if the member is not started or is closed.
+        member again), RuntimeError if the member is not started,
+        RecipeClosedError once it is closed.
         """
         while True:
             self._check_failure()
-            if self._phase in (_Phase.NEW, _Phase.CLOSED):
-                raise RuntimeError(f"group member {self._node!r} is {self._phase.value}")
+            self._life.check_open()
+            if self._life.phase is Phase.NEW:
+                raise RuntimeError(f"group member {self._node!r} is new: start() it first")
             if self._is_member:
                 return
             await self._signal.wait()
@@ -545,7 +540,7 @@ class GroupMember:
         try:
             while True:
                 self._check_failure()
-                if self._phase is _Phase.CLOSED:
+                if self._life.closed:
                     return
                 try:
                     if watch is None:

@@ -48,6 +48,7 @@ from ..._types import ACL
 from .._kit._args import generated_participant_id, recipe_path
 from .._kit._contenders import LOCK_NAME, Contender, mutex_rule, sort_contenders
 from .._kit._holding import Hold, HoldContext, LossMonitor, native_cancel_pending
+from .._kit._lifecycle import Lifecycle, Phase
 from .._kit._waits import Deadline, wait_gone
 
 __all__ = ["Candidate", "LeaderElection", "LeaderLatch"]
@@ -163,9 +164,6 @@ class _LatchTerm(Hold):
         self._on_lost()
 
 
-_NEW, _STARTING, _STARTED, _CLOSED = "new", "starting", "started", "closed"
-
-
 class LeaderLatch:
     """Take part in an election for as long as the latch is open (Curator's LeaderLatch).
 
@@ -209,7 +207,7 @@ class LeaderLatch:
         self._monitor = LossMonitor(
             client, error_policy or client.error_policy, f"leadership of {path!r}"
         )
-        self._state = _NEW
+        self._life = Lifecycle(f"leader latch {path!r}", self._open, self._shut)
         self._leader = False
         self._lost = asyncio.Event()
         self._lost.set()
@@ -221,7 +219,7 @@ class LeaderLatch:
         self._error: BaseException | None = None
 
     def __repr__(self) -> str:
-        state = "failed" if self._error is not None else self._state
+        state = "failed" if self._error is not None else self._life.phase.value
         return (
             f"<LeaderLatch {self.path!r} id={self.participant_id!r} {state} leader={self._leader}>"
         )
@@ -232,54 +230,22 @@ class LeaderLatch:
         """Join the election: our node is in the queue when this returns.
 
         A background task then follows the queue and the connection until
-        :meth:`aclose` (or the client closes). A latch starts once; if this
-        raises, no node is left and it may be started again.
+        :meth:`aclose` (or the client closes). A latch starts once
+        (RuntimeError if started again, RecipeClosedError once closed); if
+        this raises, no node is left and it may be started again. An
+        :meth:`aclose` meanwhile makes it raise RecipeClosedError at once.
         """
-        if self._state != _NEW:
-            raise RuntimeError(f"leader latch {self.path!r} is {self._state}: it starts once")
-        self._state = _STARTING
-        self._contender = contender = self._new_contender()
-        try:
-            await contender.queue()
-        except BaseException:
-            await contender.abandon()
-            if self._state == _STARTING:
-                self._state = _NEW
-                self._contender = None
-            raise
-        if self._state != _STARTING:  # closed while starting
-            await contender.abandon()
-            raise RuntimeError(f"leader latch {self.path!r} was closed while starting")
-        try:
-            self._task = self._client.start_background(
-                self._follow(contender), name=f"aiocoord-leader-latch {self.path}"
-            )
-        except BaseException:  # the client closed meanwhile
-            await contender.abandon()
-            self._state, self._contender = _NEW, None
-            raise
-        self._state = _STARTED
+        await self._life.start()
 
     async def aclose(self) -> None:
         """Leave the election: stop leading, then delete our node (shielded, bounded).
 
-        Idempotent. ``changes()`` iterations end; ``wait_leader()`` raises.
+        Cancels a :meth:`start` under way; once this returns, no node of ours
+        is in the queue, nor will one appear later (a create still in flight
+        is found by its marker and deleted first). Idempotent, and fine before
+        :meth:`start`. ``changes()`` iterations end; ``wait_leader()`` raises.
         """
-        if self._state == _CLOSED:
-            return
-        starting = self._state == _STARTING
-        self._state = _CLOSED
-        # Stop claiming leadership before the node goes, never after.
-        self._set_leader(False)
-        task, self._task = self._task, None
-        cancelled = await _stop(task)
-        contender, self._contender = self._contender, None
-        # A create in flight is start()'s to clean up, once it knows the node.
-        if contender is not None and not starting:
-            await contender.abandon()  # shielded and time-bounded
-        self._end(None)
-        if cancelled is not None:
-            raise cancelled
+        await self._life.aclose()
 
     async def __aenter__(self) -> LeaderLatch:
         await self.start()
@@ -287,6 +253,31 @@ class LeaderLatch:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+    async def _open(self) -> None:
+        """The opening (see :class:`Lifecycle`): queue up, start following the queue."""
+        self._contender = contender = self._new_contender()
+        try:
+            await contender.queue()
+            self._task = self._client.start_background(
+                self._follow(contender), name=f"aiocoord-leader-latch {self.path}"
+            )
+        except BaseException:  # an error, the client closing, or a cancellation
+            if self._contender is contender:
+                self._contender = None
+            await contender.abandon()  # shielded; finds a node whose create's reply was lost
+            raise
+
+    async def _shut(self, started: bool) -> None:
+        """The closing (see :class:`Lifecycle`): stop claiming leadership before our
+        node goes, never after."""
+        self._set_leader(False)
+        task, self._task = self._task, None
+        await _stop(task)  # the close runs in a task of its own: nothing cancels it
+        contender, self._contender = self._contender, None
+        if contender is not None:
+            await contender.abandon()  # shielded and time-bounded
+        self._end(None)
 
     def _new_contender(self) -> Contender:
         return Contender(
@@ -349,7 +340,7 @@ class LeaderLatch:
                 # Same node: read the queue again (once reconnected), which also
                 # tells whether the node survived.
         except asyncio.CancelledError:
-            if self._state != _CLOSED:  # the client is closing
+            if not self._life.closed:  # the client is closing
                 self._set_leader(False)
                 self._end(ClientClosedError(f"leader latch {self.path!r}: the client was closed"))
             raise
@@ -431,9 +422,8 @@ class LeaderLatch:
     def _check_usable(self) -> None:
         if self._error is not None:
             raise self._error
-        if self._state == _CLOSED:
-            raise RuntimeError(f"leader latch {self.path!r} is closed")
-        if self._state == _NEW:
+        self._life.check_open()
+        if self._life.phase is Phase.NEW:
             raise RuntimeError(
                 f"leader latch {self.path!r} is not started: use 'async with' or start()"
             )
@@ -442,9 +432,9 @@ class LeaderLatch:
         """Wait until this participant leads: True; False if ``timeout`` passed first
         (Curator's ``await``).
 
-        Raises RuntimeError if the latch is not started or is closed (also while
-        waiting), ClientClosedError if its client closed, and the error of a
-        failed background task.
+        Raises RuntimeError if the latch is not started, RecipeClosedError if it
+        is closed (also while waiting), ClientClosedError if its client closed,
+        and the error of a failed background task.
         """
         timeout = check_timeout(timeout, path=self.path)
         self._check_usable()
