@@ -98,8 +98,16 @@ def check_timeout(value: object, name: str = "timeout", *, path: object = None) 
 
 
 def check_ttl_ms(value: object, name: str = "ttl", *, path: object = None) -> int:
-    """A TTL in seconds (> 0) as the whole milliseconds ZooKeeper takes (at least 1)."""
+    """A TTL in seconds as the whole milliseconds ZooKeeper takes.
+
+    ZooKeeper counts TTLs in milliseconds: a TTL below one (``1e-9``) has no
+    meaning there, and is refused rather than made 1 ms behind the caller's back.
+    """
     seconds = check_seconds(value, name, path=path, positive=True)
+    if seconds < 0.001:
+        raise InvalidArgumentError(
+            name, f"{value} s is below ZooKeeper's TTL resolution (1 ms = 0.001 s)", path
+        )
     ttl_ms = max(1, round(seconds * 1000))
     if ttl_ms > MAX_TTL_MS:
         raise InvalidArgumentError(

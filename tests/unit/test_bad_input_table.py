@@ -950,6 +950,8 @@ BAD_TTLS: list[tuple[object, type[Exception]]] = [
     (math.nan, InvalidArgumentError),
     (math.inf, InvalidArgumentError),
     (1e30, InvalidArgumentError),  # beyond ZooKeeper's 2**40 - 1 ms
+    (1e-9, InvalidArgumentError),  # below ZooKeeper's resolution: 1 ms
+    (0.0009, InvalidArgumentError),
     ("5", ArgumentTypeError),
 ]
 
