@@ -46,6 +46,11 @@ class MultiLock:
     """
 
     def __init__(self, locks: Sequence[Lockable]) -> None:
+        # Set before any check: a repr (of an object whose constructor refused
+        # its argument, in a traceback or a debugger) must not fail again.
+        self._locks: list[Lockable] = []
+        # Per task, one entry per acquire() not yet released.
+        self._taken: dict[asyncio.Task[Any] | None, list[list[Lockable]]] = {}
         if isinstance(locks, str | bytes) or not isinstance(locks, Sequence):
             raise ArgumentTypeError("locks", "a sequence of locks", locks)
         if not locks:
@@ -56,8 +61,6 @@ class MultiLock:
                     f"locks[{index}]", "a lock (with acquire, release and fence)", lock
                 )
         self._locks = list(locks)
-        # Per task, one entry per acquire() not yet released.
-        self._taken: dict[asyncio.Task[Any] | None, list[list[Lockable]]] = {}
 
     async def acquire(self, *, timeout: float | None = None) -> bool:
         """Take every lock in order; False if ``timeout`` passed first (none kept then).
@@ -119,8 +122,19 @@ class MultiLock:
         await self.release()
 
     def __repr__(self) -> str:
-        paths = [getattr(lock, "path", type(lock).__name__) for lock in self._locks]
-        return f"<MultiLock {paths!r} held={bool(self._taken)}>"
+        # Never raises: getattr's default guards a half-built object too.
+        locks = getattr(self, "_locks", [])
+        taken = getattr(self, "_taken", {})
+        return f"<MultiLock {[_name_of(lock) for lock in locks]!r} held={bool(taken)}>"
+
+
+def _name_of(lock: object) -> str:
+    """A lock's path for a repr; its type's name if it has no readable str path."""
+    try:
+        path = getattr(lock, "path", None)
+    except Exception:  # a property that raises: the repr must not
+        path = None
+    return path if isinstance(path, str) else type(lock).__name__
 
 
 async def _release_all(locks: Sequence[Lockable], *, suppress: bool = False) -> None:
