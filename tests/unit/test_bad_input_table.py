@@ -313,6 +313,32 @@ def path_cases() -> Iterator[Case]:
     yield Case(
         "TreeCache.children(5)", lambda c: TreeCache(c, P).children(5), ArgumentTypeError, ("path",)
     )
+    # A path the cache does not follow is refused: answering None or [] would
+    # read as "missing", and hide a typo.
+    yield Case(
+        "TreeCache.get(outside)",
+        lambda c: TreeCache(c, P).get("/elsewhere"),
+        InvalidArgumentError,
+        ("'/elsewhere'", "outside"),
+    )
+    yield Case(
+        "TreeCache.children(sibling with the same prefix)",
+        lambda c: TreeCache(c, P).children(P + "s"),
+        InvalidArgumentError,
+        (repr(P + "s"), "outside"),
+    )
+    yield Case(
+        "NodeCache.get(child)",
+        lambda c: NodeCache(c, P).get(P + "/child"),
+        InvalidArgumentError,
+        (repr(P + "/child"), "deeper"),
+    )
+    yield Case(
+        "ChildrenCache.children(grandchild)",
+        lambda c: ChildrenCache(c, P).children(P + "/a/b"),
+        InvalidArgumentError,
+        (repr(P + "/a/b"), "deeper"),
+    )
     yield Case(
         "IdQueue.put(id=emoji)",
         lambda c: IdQueue(c, P).put(b"x", "\U0001f600"),

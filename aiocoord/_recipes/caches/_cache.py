@@ -45,6 +45,7 @@ from ..._exceptions import (
     ArgumentTypeError,
     ClientClosedError,
     CoordinationError,
+    InvalidArgumentError,
     NoNodeError,
     SessionError,
     SessionExpiredError,
@@ -572,13 +573,34 @@ class _Cache:
         """``(data, stat)`` of a node in the view (default: the cache's node), or
         None if it is not there. ``data`` is None when larger than the cache keeps.
         The Stat's data fields are current; its child fields (``num_children``,
-        ``cversion``, ``pzxid``) are as of the node's last read."""
-        return self._view.nodes.get(self._path if path is None else _paths.validate_path(path))
+        ``cversion``, ``pzxid``) are as of the node's last read.
+
+        InvalidArgumentError for a path the cache does not follow (not its node
+        or below it, or deeper than ``max_depth``): a typo is not a missing node."""
+        return self._view.nodes.get(self._covered(path))
 
     def children(self, path: str | None = None) -> list[str]:
         """The sorted names of a node's children in the view (default: the cache's
-        node's); empty if it has none or is not there."""
-        return self._view.children(self._path if path is None else _paths.validate_path(path))
+        node's); empty if it has none or is not there. InvalidArgumentError for a
+        path outside the cache, as :meth:`get`."""
+        return self._view.children(self._covered(path))
+
+    def _covered(self, path: str | None) -> str:
+        """``path`` (default: the cache's node) if the cache follows it, else raise."""
+        if path is None:
+            return self._path
+        _paths.validate_path(path)
+        root = self._path
+        if path != root and not path.startswith(root.rstrip("/") + "/"):
+            raise InvalidArgumentError("path", f"it is outside the {self._kind} of {root!r}", path)
+        if not self._view.within(path):
+            raise InvalidArgumentError(
+                "path",
+                f"it is deeper than the {self._kind} of {root!r} goes"
+                f" (max_depth={self._view.max_depth})",
+                path,
+            )
+        return path
 
     def snapshot(self) -> Mapping[str, Entry]:
         """The whole view now: a read-only mapping of path to ``(data, stat)``,
