@@ -77,24 +77,44 @@ async def test_members_in_separate_clients_see_each_other_with_their_data(starte
         assert (await a.get("/group/a"))[1].ephemeral_owner == a.session_id
 
 
+async def test_members_always_include_the_member_itself_with_its_data(started) -> None:
+    """As Curator's getCurrentMembers: our own id is there before start() too (and
+    while our node is away), with the data we publish; once closed, we left."""
+    a, b = await started(2)
+    me = GroupMember(a, "/group", participant_id="me", data=b"mine")
+    assert await me.members() == {"me": b"mine"}  # no group yet
+    async with GroupMember(b, "/group", participant_id="other", data=b"theirs"):
+        assert await me.members() == {"me": b"mine", "other": b"theirs"}
+        await me.update(b"new")  # before start(): what start() will publish
+        assert await me.members() == {"me": b"new", "other": b"theirs"}
+        late = GroupMember(a, "/group", participant_id="zz")
+        assert list(await late.members()) == ["other", "zz"]  # sorted by id, ours too
+        async with me:
+            assert await me.members() == {"me": b"new", "other": b"theirs"}
+        assert await me.members() == {"other": b"theirs"}
+
+
 async def test_changes_follow_joins_updates_and_leaves_in_order(started) -> None:
     a, b, watcher_client = await started(3)
     watcher = GroupMember(
         watcher_client, "/group", participant_id="watcher"
     )  # never joins: only looks
+    me = {"watcher": b""}  # a member is always among its own members
     async with contextlib.aclosing(watcher.changes()) as changes:
-        assert await reaches(changes, {}) == [{}]  # the group does not exist yet
+        assert await reaches(changes, me) == [me]  # the group does not exist yet
         ma = GroupMember(a, "/group", participant_id="a", data=b"1")
         await ma.start()
-        assert await reaches(changes, {"a": b"1"}) == [{"a": b"1"}]
+        assert await reaches(changes, {"a": b"1", **me}) == [{"a": b"1", **me}]
         async with GroupMember(b, "/group", participant_id="b", data=b"2"):
-            assert await reaches(changes, {"a": b"1", "b": b"2"}) == [{"a": b"1", "b": b"2"}]
+            wanted = {"a": b"1", "b": b"2", **me}
+            assert await reaches(changes, wanted) == [wanted]
             await ma.update(b"1+")
             assert ma.data == b"1+"
-            assert await reaches(changes, {"a": b"1+", "b": b"2"}) == [{"a": b"1+", "b": b"2"}]
-        assert await reaches(changes, {"a": b"1+"}) == [{"a": b"1+"}]
+            wanted = {"a": b"1+", "b": b"2", **me}
+            assert await reaches(changes, wanted) == [wanted]
+        assert await reaches(changes, {"a": b"1+", **me}) == [{"a": b"1+", **me}]
         await ma.aclose()
-        assert await reaches(changes, {}) == [{}]
+        assert await reaches(changes, me) == [me]
     assert watcher_client.pending_watches == 0
 
 
@@ -250,7 +270,7 @@ async def test_an_observer_cut_off_while_the_group_changed_reads_it_again_on_rec
         log = state_log(observer_client)
         observer = GroupMember(observer_client, "/group", participant_id="observer")
         async with contextlib.aclosing(observer.changes()) as changes:
-            await reaches(changes, {"b": b"1"})
+            await reaches(changes, {"b": b"1", "observer": b""})
             proxy.refuse(True)
             proxy.cut()
             async with asyncio.timeout(WAIT):
@@ -260,7 +280,7 @@ async def test_an_observer_cut_off_while_the_group_changed_reads_it_again_on_rec
                 proxy.refuse(False)
                 async with asyncio.timeout(WAIT):
                     await log.wait_for(ConnectionState.RECONNECTED)
-                await reaches(changes, {"b": b"2", "c": b"3"})
+                await reaches(changes, {"b": b"2", "c": b"3", "observer": b""})
         assert observer_client.pending_watches == 0
 
 
@@ -276,7 +296,7 @@ async def test_after_a_session_expiry_our_node_comes_back_and_observers_miss_not
         old_session = a.session_id
         observer = GroupMember(b, "/group", participant_id="observer")
         async with contextlib.aclosing(observer.changes()) as changes:
-            await reaches(changes, {"a": b"x", "b": b"y"})
+            await reaches(changes, {"a": b"x", "b": b"y", "observer": b""})
             await expire_session(a)
             assert a.session_id != old_session
             assert ConnectionState.LOST in log.states
@@ -284,7 +304,7 @@ async def test_after_a_session_expiry_our_node_comes_back_and_observers_miss_not
             async with asyncio.timeout(WAIT):
                 await ma.wait_member()
             # Whatever was skipped in between, the view ends with both members.
-            await reaches(changes, {"a": b"x2", "b": b"y"})
+            await reaches(changes, {"a": b"x2", "b": b"y", "observer": b""})
         stat = await b.exists("/group/a")
         assert stat is not None and stat.ephemeral_owner == a.session_id
         assert ma.is_member
@@ -419,7 +439,7 @@ async def test_membership_comes_back_after_a_server_restart(private_zookeeper, s
         ):
             observer = GroupMember(b, "/group", participant_id="observer")
             async with contextlib.aclosing(observer.changes()) as changes:
-                await reaches(changes, {"a": b"x", "b": b""})
+                await reaches(changes, {"a": b"x", "b": b"", "observer": b""})
                 await private_zookeeper.stop()
                 await log.wait_for(ConnectionState.SUSPENDED)
                 assert ma.is_member  # believed to exist: the session may live on
@@ -427,7 +447,7 @@ async def test_membership_comes_back_after_a_server_restart(private_zookeeper, s
                 async with asyncio.timeout(WAIT):
                     await log.wait_for(ConnectionState.RECONNECTED)
                 await ma.update(b"after")
-                await reaches(changes, {"a": b"after", "b": b""})
+                await reaches(changes, {"a": b"after", "b": b"", "observer": b""})
             assert ma.is_member
         assert a.pending_watches == b.pending_watches == 0
 

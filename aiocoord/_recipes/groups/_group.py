@@ -480,13 +480,17 @@ class GroupMember:
     # --- the group ------------------------------------------------------------------------
 
     async def members(self) -> dict[str, bytes]:
-        """Every member id in the group and its data, sorted by id.
+        """Every member id in the group and its data, sorted by id; this member
+        always among them (as Curator's ``getCurrentMembers``).
 
         One listing of the group, then every member's data read in one round
         trip: a member that left between the two is simply absent. Not a
         snapshot of one instant, but each entry is what the server held when
-        it was read. Empty if the group does not exist. Connection loss and
-        session expiry are retried under the client's policy.
+        it was read. This member's own id is there even when its node is not
+        (before :meth:`start`, while its node is being made again), with the
+        data it publishes; after :meth:`aclose` it has left, and is listed
+        only if its node is (another session's). Connection loss and session
+        expiry are retried under the client's policy.
         """
         client = self._client
         group = self._group
@@ -495,7 +499,7 @@ class GroupMember:
             try:
                 names = await client.children(group)
             except NoNodeError:
-                return {}
+                return {}  # no group yet
             names.sort()
             pipeline = client.pipeline()
             for name in names:
@@ -509,7 +513,11 @@ class GroupMember:
                 found[name] = result[0]
             return found
 
-        return await call_with_retry(client.retry_policy, read)
+        found = await call_with_retry(client.retry_policy, read)
+        if self._id in found or self._life.closed:
+            return found
+        found[self._id] = self._data
+        return dict(sorted(found.items()))
 
     def changes(self) -> AsyncGenerator[dict[str, bytes], None]:
         """The group now, and again after every change, as :meth:`members` reads it.
