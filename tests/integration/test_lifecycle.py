@@ -16,6 +16,7 @@ the server comes back.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +68,24 @@ KINDS = [
     Kind("ChildrenCache", lambda c: ChildrenCache(c, BASE), 0, 0, restartable=False),
     Kind("TreeCache", lambda c: TreeCache(c, BASE), 0, 0, restartable=False),
 ]
+
+
+NOT_RECIPES = {"Client"}
+"""Started and closed too, but not recipes: the client's start connects and its
+close ends the session (its own contract, in tests/integration/test_session.py)."""
+
+
+def test_every_public_class_that_is_started_and_closed_is_checked_here() -> None:
+    """A new recipe with ``start()`` and ``aclose()`` must join KINDS (and the kit's
+    Lifecycle); this walk of the public surface fails until it does."""
+    found = {
+        name
+        for name in aiocoord.__all__
+        if inspect.isclass(cls := getattr(aiocoord, name))
+        and inspect.iscoroutinefunction(getattr(cls, "start", None))
+        and inspect.iscoroutinefunction(getattr(cls, "aclose", None))
+    }
+    assert found - NOT_RECIPES == {kind.name for kind in KINDS}
 
 
 @pytest.fixture(params=KINDS, ids=[k.name for k in KINDS])
