@@ -1,10 +1,12 @@
-"""What every holder recipe shares: learning that a hold was lost.
+"""What every holder recipe shares: learning that a hold was lost, and the one
+hold scope (:class:`HoldContext`) behind every ``hold()``.
 
-A hold (a lock, a semaphore lease, leadership) is lost when the client enters
-a state its error policy calls an error: LOST always, SUSPENDED under the
-standard policy (nobody can tell, while disconnected, whether the session
-still stands). Holders can poll ``lost``, await :meth:`Hold.wait_lost`, or run
-their work in a cancel scope that is cancelled on loss.
+A hold (a lock, a semaphore lease, leadership, a queue take) is lost when the
+client enters a state its error policy calls an error: LOST always, SUSPENDED
+under the standard policy (nobody can tell, while disconnected, whether the
+session still stands), or when the holder finds its node gone. Holders can
+poll ``lost``, await :meth:`Hold.wait_lost`, or run their work in a cancel
+scope that is cancelled on loss.
 """
 
 from __future__ import annotations
