@@ -24,7 +24,7 @@ from _waiting import waiting
 
 import aiocoord
 from aiocoord import Codec, DelayQueue, IdQueue, PriorityQueue, QueueEmptyError
-from aiocoord._recipes.queues._queue import (
+from aiocoord._recipes.queues._rules import (
     id_name,
     parse_id,
     priority_name,

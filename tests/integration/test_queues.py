@@ -34,7 +34,7 @@ from aiocoord import (
     SessionErrorPolicy,
     TakeLostError,
 )
-from aiocoord._recipes.queues._queue import wrap_item
+from aiocoord._recipes.queues._rules import wrap_item
 from aiocoord.testing import (
     TcpProxy,
     ZooKeeperServer,

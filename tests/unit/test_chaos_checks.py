@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from aiocoord._recipes.queues._queue import wrap_item
+from aiocoord._recipes.queues._rules import wrap_item
 from chaos._checks import CHECKS, STALE_READ, Verdict, run_checks
 from chaos._controller import unwrap
 from chaos._history import build_history, read_records

@@ -32,8 +32,8 @@ from aiocoord import (
 from aiocoord._paths import check_namespace, validate_path
 from aiocoord._recipes._kit._contenders import LOCK_NAME, sequence_key
 from aiocoord._recipes.locks._lease import _LeaseData
-from aiocoord._recipes.queues._queue import (
-    _decode,
+from aiocoord._recipes.queues._rules import (
+    decode_item,
     delay_name,
     due_of,
     id_name,
@@ -259,7 +259,7 @@ class _Exploding:
 )
 def test_an_item_codec_that_fails_is_reported_as_corrupt(data: bytes, error: Exception) -> None:
     for codec in (Codec.BYTES, Codec.UTF8, Codec.JSON, _Exploding(error)):
-        decodes_or_refuses(lambda d, p, codec=codec: _decode(codec, d, p), data)
+        decodes_or_refuses(lambda d, p, codec=codec: decode_item(codec, d, p), data)
 
 
 @FUZZ

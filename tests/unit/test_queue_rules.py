@@ -10,12 +10,12 @@ import pytest
 
 import aiocoord
 from aiocoord import Codec, CorruptValueError, InvalidPathError, QueueEmptyError
-from aiocoord._recipes.queues._queue import (
+from aiocoord._recipes.queues._cursor import Cursor
+from aiocoord._recipes.queues._rules import (
     DELAY_LAYOUT,
     FIFO_LAYOUT,
     ID_LAYOUT,
     PRIORITY_LAYOUT,
-    _Cursor,
     delay_name,
     due_of,
     fix_id,
@@ -173,7 +173,7 @@ def _drain(consumers: int, items: int, seed: int) -> float:
     left = set(range(items))
     cursors = []
     for _ in range(consumers):
-        cursor = _Cursor()
+        cursor = Cursor()
         cursor.rng = random.Random(rng.random())
         cursors.append(cursor)
     tries = 0
