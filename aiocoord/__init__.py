@@ -55,6 +55,7 @@ from ._exceptions import UnimplementedError as UnimplementedError
 from ._exceptions import UnsupportedEventLoopError as UnsupportedEventLoopError
 from ._exceptions import ZooKeeperError as ZooKeeperError
 from ._recipes._kit._holding import HoldContext as HoldContext
+from ._recipes._kit._participants import Participant as Participant
 from ._recipes.barriers import Barrier as Barrier
 from ._recipes.barriers import DoubleBarrier as DoubleBarrier
 from ._recipes.barriers import DoubleBarrierEntry as DoubleBarrierEntry
@@ -78,14 +79,12 @@ from ._recipes.counters import ShardedCounter as ShardedCounter
 from ._recipes.counters import SharedCount as SharedCount
 from ._recipes.counters import VersionedValue as VersionedValue
 from ._recipes.groups import GroupMember as GroupMember
-from ._recipes.leaders import Candidate as Candidate
 from ._recipes.leaders import LeaderElection as LeaderElection
 from ._recipes.leaders import LeaderLatch as LeaderLatch
 from ._recipes.locks import Lease as Lease
 from ._recipes.locks import Lockable as Lockable
 from ._recipes.locks import MultiLock as MultiLock
 from ._recipes.locks import Mutex as Mutex
-from ._recipes.locks import Participant as Participant
 from ._recipes.locks import ReadWriteLock as ReadWriteLock
 from ._recipes.locks import Semaphore as Semaphore
 from ._recipes.locks import SemaphoreLease as SemaphoreLease
@@ -155,7 +154,6 @@ __all__ = [
     "CacheEventType",
     "CacheEvents",
     "CacheStats",
-    "Candidate",
     "ChildrenCache",
     "Client",
     "ClientClosedError",

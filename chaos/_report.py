@@ -43,7 +43,7 @@ must all survive)."""
 
 STATIC_GAPS = (
     "Not driven: LeaderElection.run(), LeaderLatch without leaving after each term, "
-    "GroupMember.changes() and members(), the caches' events() streams (only their final "
+    "GroupMember.changes() and participants(), the caches' events() streams (only their final "
     "views are compared), Lease without keep_alive, SharedCount.set_count and listeners, "
     "IdQueue and PriorityQueue under take(), DelayQueue under get(), AtomicBytes.",
     "A holder that lost its hold is checked for being told only when the fenced store "

@@ -43,8 +43,8 @@ async def zookeeper() -> AsyncIterator[str]:
         yield server.connect_string
 
 
-def show(members: dict[str, bytes]) -> str:
-    return " ".join(f"{member_id}={address.decode()}" for member_id, address in members.items())
+def show(members: list[aiocoord.Participant]) -> str:
+    return " ".join(f"{member.id}={member.data.decode()}" for member in members)
 
 
 async def main() -> None:

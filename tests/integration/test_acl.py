@@ -277,7 +277,7 @@ async def test_strangers_cannot_take_or_drop_semaphore_leases_or_a_lease(
         assert not held.lost and lease.is_held
         await lease.renew()
         await lease.release()
-    assert await semaphore.lease_nodes() == []
+    assert await semaphore.participants() == []
     leases = await semaphore.acquire(1, timeout=5)
     assert leases is not None
     await leases[0].release()
@@ -412,11 +412,11 @@ async def test_strangers_cannot_join_read_or_evict_a_group(
             )
             await refused(intruder.start())
             assert not intruder.is_member
-            await refused(intruder.members())
+            await refused(intruder.participants())
             await cannot_touch(stranger, member.path, "/secure/group")
         assert member.is_member
         await member.update(b"10.0.0.2")
-        assert await member.members() == {"owner": b"10.0.0.2"}
+        assert [(p.id, p.data) for p in await member.participants()] == [("owner", b"10.0.0.2")]
 
 
 # --- credentials the server refuses -------------------------------------------------------

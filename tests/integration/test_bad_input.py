@@ -203,7 +203,7 @@ async def test_a_lock_granted_under_a_failing_error_policy_is_given_back(
     semaphore = Semaphore(client, "/sem", 1, error_policy=_BrokenPolicy())
     with pytest.raises(RuntimeError, match="broken"):
         await semaphore.acquire()
-    assert await semaphore.lease_nodes() == []
+    assert await semaphore.participants() == []
     with pytest.raises(aiocoord.ArgumentTypeError, match="error_policy"):
         aiocoord.connect("127.0.0.1:1", error_policy="x")
 
@@ -361,7 +361,7 @@ async def test_an_undecodable_participant_id_is_shown_not_fatal(
     await asyncio.gather(other.start(), client.start())
     await other.create("/leader/_c_x-latch-0000000000", b"\xff\xfe", make_parents=True)
     participants = await LeaderLatch(client, "/leader").participants()
-    assert [(p.id, p.is_leader) for p in participants] == [("\ufffd\ufffd", True)]
+    assert [(p.id, p.holds) for p in participants] == [("\ufffd\ufffd", True)]
 
 
 # --- the server's real limit ---------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -30,11 +30,20 @@ WAIT = 10.0
 Members = dict[str, bytes]
 
 
-async def reaches(changes: AsyncGenerator[Members, None], wanted: Members) -> list[Members]:
+def by_id(participants: list[aiocoord.Participant]) -> Members:
+    """A group's participants as ``{id: data}``, checking they all hold their membership."""
+    assert all(p.holds and p.node.endswith(f"/{p.id}") for p in participants), participants
+    return {p.id: p.data for p in participants if p.id is not None}
+
+
+async def reaches(
+    changes: AsyncIterator[list[aiocoord.Participant]], wanted: Members
+) -> list[Members]:
     """Read ``changes`` until it yields ``wanted``; every snapshot read, in order."""
     seen: list[Members] = []
     async with asyncio.timeout(WAIT):
-        async for members in changes:
+        async for participants in changes:
+            members = by_id(participants)
             seen.append(members)
             if members == wanted:
                 return seen
@@ -72,8 +81,8 @@ async def test_members_in_separate_clients_see_each_other_with_their_data(starte
         everyone = {"a": b"alpha", "b": b"beta", "c": b""}
         for member in (ma, mb, mc):
             assert member.is_member
-            assert await member.members() == everyone
-        assert list(await ma.members()) == ["a", "b", "c"]  # sorted by id
+            assert by_id(await member.participants()) == everyone
+        assert list(by_id(await ma.participants())) == ["a", "b", "c"]  # sorted by id
         assert (await a.get("/group/a"))[1].ephemeral_owner == a.session_id
 
 
@@ -82,16 +91,16 @@ async def test_members_always_include_the_member_itself_with_its_data(started) -
     while our node is away), with the data we publish; once closed, we left."""
     a, b = await started(2)
     me = GroupMember(a, "/group", participant_id="me", data=b"mine")
-    assert await me.members() == {"me": b"mine"}  # no group yet
+    assert by_id(await me.participants()) == {"me": b"mine"}  # no group yet
     async with GroupMember(b, "/group", participant_id="other", data=b"theirs"):
-        assert await me.members() == {"me": b"mine", "other": b"theirs"}
+        assert by_id(await me.participants()) == {"me": b"mine", "other": b"theirs"}
         await me.update(b"new")  # before start(): what start() will publish
-        assert await me.members() == {"me": b"new", "other": b"theirs"}
+        assert by_id(await me.participants()) == {"me": b"new", "other": b"theirs"}
         late = GroupMember(a, "/group", participant_id="zz")
-        assert list(await late.members()) == ["other", "zz"]  # sorted by id, ours too
+        assert list(by_id(await late.participants())) == ["other", "zz"]  # sorted by id, ours too
         async with me:
-            assert await me.members() == {"me": b"new", "other": b"theirs"}
-        assert await me.members() == {"other": b"theirs"}
+            assert by_id(await me.participants()) == {"me": b"new", "other": b"theirs"}
+        assert by_id(await me.participants()) == {"other": b"theirs"}
 
 
 async def test_changes_follow_joins_updates_and_leaves_in_order(started) -> None:
@@ -163,7 +172,7 @@ async def test_update_before_start_is_what_start_publishes(started) -> None:
     member = GroupMember(client, "/group", participant_id="a", data=b"first")
     await member.update(b"second")
     async with member:
-        assert await member.members() == {"a": b"second"}
+        assert by_id(await member.participants()) == {"a": b"second"}
 
 
 async def test_start_adopts_a_node_our_own_session_already_holds(started, children_of) -> None:
@@ -192,7 +201,7 @@ async def test_an_id_held_by_another_session_is_refused_leaving_nothing_behind(
         assert holder.is_member
     # Once the id is free, the refused member may start after all.
     async with intruder:
-        assert await intruder.members() == {"same": b"b's"}
+        assert by_id(await intruder.participants()) == {"same": b"b's"}
 
 
 async def test_two_members_with_one_id_on_one_client_are_refused_too(started) -> None:
@@ -208,7 +217,7 @@ async def test_two_members_with_one_id_on_one_client_are_refused_too(started) ->
     async with GroupMember(
         client, "/group", participant_id="a", data=b"third"
     ) as third:  # free again
-        assert await third.members() == {"a": b"third"}
+        assert by_id(await third.participants()) == {"a": b"third"}
 
 
 async def test_a_persistent_node_at_our_id_is_not_taken_over(started, children_of) -> None:
@@ -256,7 +265,7 @@ async def test_membership_rides_out_a_dropped_connection(started, state_log) -> 
             await log.wait_for(ConnectionState.RECONNECTED)
         assert member.is_member
         assert await b.exists("/group/a") == before  # the same node: the session lived on
-        assert await member.members() == {"a": b"x"}
+        assert by_id(await member.participants()) == {"a": b"x"}
 
 
 async def test_an_observer_cut_off_while_the_group_changed_reads_it_again_on_reconnecting(
@@ -344,7 +353,7 @@ async def test_an_id_taken_while_we_were_away_is_reported_and_never_stolen_back(
         ma = GroupMember(a, "/group", participant_id="same", data=b"a's")
         await ma.start()
         changes = ma.changes()
-        assert await anext(changes) == {"same": b"a's"}
+        assert by_id(await anext(changes)) == {"same": b"a's"}
         proxy.hold()
         await expire_session(a, address=server_address, wait=False)  # its node goes now
         async with GroupMember(b, "/group", participant_id="same", data=b"b's") as mb:
@@ -461,15 +470,15 @@ async def test_changes_coalesces_a_burst_and_skips_unchanged_snapshots(started) 
         GroupMember(a, "/group", participant_id="a", data=b"0") as member,
         contextlib.aclosing(member.changes()) as changes,
     ):
-        assert await anext(changes) == {"a": b"0"}
+        assert by_id(await anext(changes)) == {"a": b"0"}
         # ZooKeeper delivers a watch event before the reply to the write that
         # caused it: once these return, their 20 events wait in the watch.
         for i in range(1, 21):
             await member.update(b"%d" % i)
-        assert await anext(changes) == {"a": b"20"}  # the burst ends in one view, not 20
+        assert by_id(await anext(changes)) == {"a": b"20"}  # the burst ends in one view, not 20
         await b.set("/group/a", b"20")  # an event, but the same group: not yielded
         await b.create("/group/zz", b"")
-        assert await anext(changes) == {"a": b"20", "zz": b""}
+        assert by_id(await anext(changes)) == {"a": b"20", "zz": b""}
         await b.delete("/group/zz")
 
 
@@ -477,7 +486,7 @@ async def test_closing_changes_removes_its_watch(started) -> None:
     (client,) = await started(1)
     async with GroupMember(client, "/group", participant_id="a") as member:
         changes = member.changes()
-        assert await anext(changes) == {"a": b""}
+        assert by_id(await anext(changes)) == {"a": b""}
         # The keeper's watch on our node, set before (its reply came first), stays.
         watches = client.pending_watches - 1
         await changes.aclose()
@@ -498,7 +507,7 @@ async def test_closing_the_member_ends_its_changes(started) -> None:
 
     async def follow() -> None:
         async for members in member.changes():
-            seen.append(members)
+            seen.append(by_id(members))
             first.set()
 
     following = asyncio.create_task(follow())
@@ -615,10 +624,10 @@ async def test_curator_and_aiocoord_members_share_one_group(
             assert line == "MEMBERS " + " ".join(f"{k}={v.decode()}" for k, v in everyone.items())
             async with contextlib.aclosing(m1.changes()) as changes:
                 await reaches(changes, everyone)
-            assert await m2.members() == everyone
+            assert by_id(await m2.participants()) == everyone
             await send_line(java, "close")
             assert (await finish(java)).split() == ["DONE"]
-            assert await m2.members() == {"py-1": b"p1:8000", "py-2": b"p2:8000"}
+            assert by_id(await m2.participants()) == {"py-1": b"p1:8000", "py-2": b"p2:8000"}
     finally:
         await finish_quietly(java)
 

@@ -13,7 +13,6 @@ from _exclusion import Exclusion
 
 import aiocoord
 from aiocoord import (
-    Candidate,
     ClientClosedError,
     ConnectionState,
     InvalidPathError,
@@ -403,10 +402,11 @@ async def test_election_participants_in_queue_order_with_their_ids(started, chil
         waiting = asyncio.create_task(second.run(forever))
         await children_reach(a, "/election", 2)
         people = await second.participants()
-        assert [(c.id, c.is_leader) for c in people] == [("first", True), ("sécond", False)]
+        assert [(c.id, c.holds) for c in people] == [("first", True), ("sécond", False)]
         assert people[0].node == first.fence().node
         assert await second.leader() == people[0]
-        assert isinstance(people[0], Candidate)
+        assert isinstance(people[0], aiocoord.Participant)
+        assert people[0].data == b"first"
     await stop(waiting)
     anonymous = LeaderElection(a, "/anonymous")
     async with anonymous.hold():
@@ -452,11 +452,11 @@ async def test_the_first_latch_leads_and_hands_over_when_it_closes(started, chil
     await first.start()
     assert await first.wait_leader()
     await second.start()
-    assert [(c.id, c.is_leader) for c in await second.participants()] == [
+    assert [(c.id, c.holds) for c in await second.participants()] == [
         ("a", True),
         ("b", False),
     ]
-    assert (await second.leader()) == Candidate("a", True, first.node)
+    assert (await second.leader()) == aiocoord.Participant("a", first.node, b"a", True)
     assert first.has_leadership and not second.has_leadership
     assert first.fencing_token == (await a.exists(first.node)).czxid
     with pytest.raises(NotOwnerError):

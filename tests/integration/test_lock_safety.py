@@ -188,7 +188,7 @@ async def test_tasks_sharing_a_semaphore_each_release_their_own_lease(
     assert await coord.exists(nodes["b"]) is not None
     b_out.set()
     await task_b
-    assert await sem.lease_nodes() == []
+    assert await sem.participants() == []
 
 
 async def test_a_downgraded_read_lock_keeps_a_queued_writer_out(started, children_reach) -> None:
@@ -320,7 +320,7 @@ async def test_semaphore_zero_timeout(started) -> None:
     assert more is not None
     await more[0].release()
     await leases[1].release()
-    assert await sem.lease_nodes() == []
+    assert await sem.participants() == []
 
 
 async def test_a_lock_acquired_by_a_task_that_ends_is_released(

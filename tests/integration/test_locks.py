@@ -180,13 +180,32 @@ async def test_participants_lists_contenders_in_order_with_their_data(
     waiting = asyncio.create_task(take_and_release(Mutex(b, "/who", data=b"second")))
     await children_reach(a, "/who", 2)
     people = await first.participants()
-    assert [p.data for p in people] == [b"first", b"second"]
+    assert [(p.data, p.holds, p.id) for p in people] == [
+        (b"first", True, None),
+        (b"second", False, None),
+    ]
     assert people[0].node == first.node
     await first.release()
     assert await waiting
     default = Mutex(a, "/who-default")
     async with default:
         assert (await default.participants())[0].data.endswith(b"%d" % __import__("os").getpid())
+
+
+async def test_read_write_participants_hold_as_the_rules_say(started, children_reach) -> None:
+    a, b = await started(2)
+    readers = [ReadWriteLock(a, "/rw-who").read_lock for _ in range(2)]
+    for reader in readers:
+        await reader.acquire()  # each its own object: both hold at once
+    writer = asyncio.create_task(take_and_release(ReadWriteLock(b, "/rw-who").write_lock))
+    await children_reach(a, "/rw-who", 3)
+    late = asyncio.create_task(take_and_release(ReadWriteLock(b, "/rw-who").read_lock))
+    await children_reach(a, "/rw-who", 4)
+    lock = ReadWriteLock(a, "/rw-who")
+    assert [p.holds for p in await lock.participants()] == [True, True, False, False]
+    for reader in readers:
+        await reader.release()
+    assert await writer and await late
 
 
 async def test_expired_holder_is_told_and_the_next_waiter_gets_the_lock(

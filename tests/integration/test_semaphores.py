@@ -33,23 +33,25 @@ async def test_never_more_than_max_leases(started) -> None:
     shared.set()
     await asyncio.gather(*workers)
     exclusion.assert_kept(entries=32)
-    assert await Semaphore(clients[0], "/sem", 3).lease_nodes() == []
+    assert await Semaphore(clients[0], "/sem", 3).participants() == []
 
 
 async def test_acquire_many_and_release_one_by_one(coord: aiocoord.Client) -> None:
     sem = Semaphore(coord, "/many", 3)
     leases = await sem.acquire(2)
     assert len(leases) == 2
-    assert len(await sem.lease_nodes()) == 2
+    listed = await sem.participants()
+    assert [p.node for p in listed] == [lease.node for lease in leases]
+    assert all(p.holds and p.id is None for p in listed)
     with pytest.raises(aiocoord.OperationTimeoutError):
         await sem.acquire(2, timeout=0.2)  # only one left: all or nothing
     assert await sem.try_acquire(2) is None
-    assert len(await sem.lease_nodes()) == 2
+    assert len(await sem.participants()) == 2
     one = await sem.acquire(1, timeout=1)
     for lease in [*leases, *one]:
         await lease.release()
         await lease.release()  # idempotent
-    assert await sem.lease_nodes() == []
+    assert await sem.participants() == []
     with pytest.raises(ValueError):
         await sem.acquire(4)
 
@@ -90,7 +92,7 @@ async def test_cancelled_waiter_leaves_no_lease_node(started, children_of) -> No
         waiter.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiter
-        assert await sem_a.lease_nodes() == [held[0].node.rsplit("/", 1)[1]], steps
+        assert [p.node for p in await sem_a.participants()] == [held[0].node], steps
         assert await children_of(a, "/cancelled/locks") == [], steps
     await held[0].release()
 

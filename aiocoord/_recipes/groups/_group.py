@@ -50,6 +50,7 @@ from ..._session import (
 from ..._types import ACL, Stat, WatchEvent
 from .._kit._args import generated_participant_id, recipe_path
 from .._kit._lifecycle import Lifecycle, Phase
+from .._kit._participants import Participant
 from .._kit._waits import Reconnects, wait_gone
 
 __all__ = ["GroupMember"]
@@ -102,7 +103,7 @@ class GroupMember:
     ``async with GroupMember(client, "/services/api", participant_id="host-1",
     data=b"10.0.0.1:80"):`` keeps the ephemeral node ``/services/api/host-1``
     holding that data (empty without ``data``) until the block ends.
-    :meth:`members` reads the whole group, :meth:`changes` follows it.
+    :meth:`participants` reads the whole group, :meth:`changes` follows it.
 
     While a member is running, its node is re-created (in a background task of
     the client) whenever it goes: after the session expired, or when another
@@ -479,9 +480,10 @@ class GroupMember:
 
     # --- the group ------------------------------------------------------------------------
 
-    async def members(self) -> dict[str, bytes]:
-        """Every member id in the group and its data, sorted by id; this member
-        always among them (as Curator's ``getCurrentMembers``).
+    async def participants(self) -> list[Participant]:
+        """Every member of the group, sorted by id, with its data (``holds`` is True
+        for each: a listed member holds its membership); this member always among
+        them (as Curator's ``getCurrentMembers``).
 
         One listing of the group, then every member's data read in one round
         trip: a member that left between the two is simply absent. Not a
@@ -495,34 +497,34 @@ class GroupMember:
         client = self._client
         group = self._group
 
-        async def read() -> dict[str, bytes]:
+        async def read() -> list[Participant]:
             try:
                 names = await client.children(group)
             except NoNodeError:
-                return {}  # no group yet
+                return []  # no group yet
             names.sort()
             pipeline = client.pipeline()
             for name in names:
                 pipeline.get(_paths.join(group, name))
-            found: dict[str, bytes] = {}
+            found: list[Participant] = []
             for name, result in zip(names, await pipeline.execute(), strict=True):
                 if isinstance(result, NoNodeError):
                     continue  # left since the listing
                 if isinstance(result, Exception):
                     raise result
-                found[name] = result[0]
+                found.append(Participant(name, _paths.join(group, name), result[0], True))
             return found
 
         found = await call_with_retry(client.retry_policy, read)
-        if self._id in found or self._life.closed:
+        if self._life.closed or any(p.id == self._id for p in found):
             return found
-        found[self._id] = self._data
-        return dict(sorted(found.items()))
+        found.append(Participant(self._id, self._node, self._data, True))
+        return sorted(found, key=lambda p: p.id or "")
 
-    def changes(self) -> AsyncGenerator[dict[str, bytes], None]:
-        """The group now, and again after every change, as :meth:`members` reads it.
+    def changes(self) -> AsyncGenerator[list[Participant], None]:
+        """The group now, and again after every change, as :meth:`participants` reads it.
 
-        ``async for members in member.changes():`` yields a fresh snapshot
+        ``async for members in member.changes():`` yields a fresh list
         first, then one each time a member joins, leaves or updates its data,
         and after every reconnection and new session (the group is read
         again, so nothing changed during an outage is missed). A burst of
@@ -538,13 +540,13 @@ class GroupMember:
         """
         return self._changes()
 
-    async def _changes(self) -> AsyncGenerator[dict[str, bytes], None]:
+    async def _changes(self) -> AsyncGenerator[list[Participant], None]:
         client = self._client
         observer = _Observer(client)
         self._observers.add(observer)
         observer.reconnects.listen()
         watch: PersistentWatch | None = None
-        last: dict[str, bytes] | None = None
+        last: list[Participant] | None = None
         try:
             while True:
                 self._check_failure()
@@ -557,10 +559,10 @@ class GroupMember:
                             client, lambda: client.add_watch(self._group, recursive=True)
                         )
                     observer.reread = False
-                    snapshot = await self.members()
+                    snapshot = await self.participants()
                     if last is None or snapshot != last:
                         last = snapshot
-                        yield dict(snapshot)
+                        yield snapshot
                     if not await self._next_change(watch, observer):
                         return  # the client closed
                 except ClientClosedError:

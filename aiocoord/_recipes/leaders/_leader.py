@@ -49,9 +49,10 @@ from .._kit._args import generated_participant_id, recipe_path
 from .._kit._contenders import LOCK_NAME, Contender, mutex_rule, sort_contenders
 from .._kit._holding import Hold, HoldContext, LossMonitor, native_cancel_pending
 from .._kit._lifecycle import Lifecycle, Phase
+from .._kit._participants import Participant
 from .._kit._waits import Deadline, wait_gone
 
-__all__ = ["Candidate", "LeaderElection", "LeaderLatch"]
+__all__ = ["LeaderElection", "LeaderLatch"]
 
 log = logging.getLogger("aiocoord")
 
@@ -59,22 +60,10 @@ LATCH_NAME = "latch-"
 """Curator's LeaderLatch node name."""
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """One participant of an election, as listed by ``participants()``: first leads."""
-
-    id: str
-    """The participant id: the node's data, decoded as UTF-8."""
-    is_leader: bool
-    """True for the first participant of the queue only."""
-    node: str
-    """The participant's node (full path, without the client's namespace)."""
-
-
-async def _candidates(client: Client, path: str, lock_name: str) -> list[Candidate]:
+async def _participants(client: Client, path: str, lock_name: str) -> list[Participant]:
     """The participants under ``path`` in queue order (their data read in one round trip)."""
 
-    async def read() -> list[Candidate]:
+    async def read() -> list[Participant]:
         try:
             names = await client.children(path)
         except NoNodeError:
@@ -85,7 +74,7 @@ async def _candidates(client: Client, path: str, lock_name: str) -> list[Candida
         pipeline = client.pipeline()
         for name in ordered:
             pipeline.get(f"{path}/{name}")
-        found: list[Candidate] = []
+        found: list[Participant] = []
         for name, result in zip(ordered, await pipeline.execute(), strict=True):
             if isinstance(result, NoNodeError):
                 continue  # it left between the listing and the read
@@ -94,7 +83,7 @@ async def _candidates(client: Client, path: str, lock_name: str) -> list[Candida
             data, _stat = result
             # Java decodes with replacement too: both sides show the same id.
             node_id = data.decode("utf-8", errors="replace")
-            found.append(Candidate(node_id, not found, f"{path}/{name}"))
+            found.append(Participant(node_id, f"{path}/{name}", data, not found))
         return found
 
     return await retry_on_connection_loss(client, read)
@@ -505,15 +494,15 @@ class LeaderLatch:
         ``commit()`` applies nothing and raises LeadershipLostError."""
         return self._client.transaction().guard(self.fence())
 
-    async def participants(self) -> list[Candidate]:
-        """Every participant in queue order (the first leads), with its id."""
-        return await _candidates(self._client, self.path, LATCH_NAME)
+    async def participants(self) -> list[Participant]:
+        """Every participant in queue order, with its id; the first leads (``holds``)."""
+        return await _participants(self._client, self.path, LATCH_NAME)
 
-    async def leader(self) -> Candidate | None:
+    async def leader(self) -> Participant | None:
         """The leading participant; None if nobody takes part (where Curator returns
         an empty dummy participant)."""
-        candidates = await self.participants()
-        return candidates[0] if candidates else None
+        participants = await self.participants()
+        return participants[0] if participants else None
 
 
 # --- LeaderElection ----------------------------------------------------------------------
@@ -827,12 +816,12 @@ class LeaderElection:
             raise NotOwnerError(f"{self.path!r}: this participant does not lead (not in a term)")
         await term.hold.wait_lost()
 
-    async def participants(self) -> list[Candidate]:
-        """Every participant in queue order (the first leads), with its id."""
-        return await _candidates(self._client, self.path, LOCK_NAME)
+    async def participants(self) -> list[Participant]:
+        """Every participant in queue order, with its id; the first leads (``holds``)."""
+        return await _participants(self._client, self.path, LOCK_NAME)
 
-    async def leader(self) -> Candidate | None:
+    async def leader(self) -> Participant | None:
         """The leading participant; None if nobody takes part (where Curator returns
         an empty dummy participant)."""
-        candidates = await self.participants()
-        return candidates[0] if candidates else None
+        participants = await self.participants()
+        return participants[0] if participants else None

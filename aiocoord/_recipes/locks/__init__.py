@@ -4,7 +4,6 @@ from ._lease import Lease as Lease
 from ._multilock import Lockable as Lockable
 from ._multilock import MultiLock as MultiLock
 from ._mutex import Mutex as Mutex
-from ._mutex import Participant as Participant
 from ._mutex import ReadWriteLock as ReadWriteLock
 from ._semaphore import Semaphore as Semaphore
 from ._semaphore import SemaphoreLease as SemaphoreLease

@@ -8,7 +8,6 @@ import contextlib
 import functools
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ... import _paths
@@ -54,11 +53,11 @@ from .._kit._holding import (
     current_task,
     not_owner,
 )
+from .._kit._participants import Participant
 from ._handoff import MAX_LOCAL_GRANTS, LocalQueue, LockOwner, fencing_token
 
 __all__ = [
     "Mutex",
-    "Participant",
     "ReadWriteLock",
 ]
 
@@ -66,14 +65,6 @@ log = logging.getLogger("aiocoord")
 
 REVOKE_MESSAGE = b"__REVOKE__"
 """What a revocation request writes into a contender's node (Curator's Revoker)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Participant:
-    """One contender in a lock's queue, in order: first holds."""
-
-    node: str
-    data: bytes
 
 
 class _LockHold(Hold):
@@ -530,7 +521,9 @@ class Mutex:
         return self._client.transaction().guard(self.fence())
 
     async def participants(self) -> list[Participant]:
-        """Every contender, in queue order (the first one holds), with its node data."""
+        """Every contender, in queue order, with its node data; ``holds`` says which
+        hold the lock (the first one; for a read-write lock, the readers with no
+        writer ahead too)."""
         try:
             names = await self._client.children(self.path)
         except NoNodeError:
@@ -540,11 +533,20 @@ class Mutex:
         for name in ordered:
             pipeline.get(f"{self.path}/{name}")
         results = await pipeline.execute()
-        return [
-            Participant(f"{self.path}/{name}", result[0])
+        present = [
+            (name, result[0])
             for name, result in zip(ordered, results, strict=True)
             if not isinstance(result, Exception)
         ]
+        names = [name for name, _data in present]
+        return [
+            Participant(None, f"{self.path}/{name}", data, self._rule_for(name)(names, name).holds)
+            for name, data in present
+        ]
+
+    def _rule_for(self, name: str) -> Rule:
+        """The rule that decides whether the contender ``name`` holds."""
+        return self._mutex_rule
 
 
 class _MutexHolding:
@@ -573,6 +575,11 @@ class _MutexHolding:
 class _SideOfReadWriteLock(Mutex):
     _lock_names = (WRITE_LOCK_NAME, READ_LOCK_NAME)
     _mutex_queue = False
+
+    def _rule_for(self, name: str) -> Rule:
+        if READ_LOCK_NAME in name:
+            return read_rule(self._lock_names)
+        return self._mutex_rule
 
     def __init__(self, owner: ReadWriteLock, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -40,7 +40,9 @@ from ..._session import (
 )
 from ..._types import ACL
 from .._kit._args import default_node_data, recipe_path
+from .._kit._contenders import sort_contenders
 from .._kit._holding import Hold, HoldContext, LossMonitor, current_task
+from .._kit._participants import Participant
 from .._kit._waits import Deadline
 from ._mutex import Mutex
 
@@ -360,12 +362,29 @@ class Semaphore:
             del self._entered[task]
         await lease.release()
 
-    async def lease_nodes(self) -> list[str]:
-        """Names of the lease nodes that exist now (live holders, and waiters counting)."""
+    async def participants(self) -> list[Participant]:
+        """Every lease node now, in the order they were made, with its data: live
+        holders, and waiters counting. ``holds`` is True for the first
+        ``max_leases`` (a waiter is granted a lease once the count, its own node
+        included, is within the limit, so the newest nodes are the waiting ones)."""
+        client = self._client
         try:
-            return sorted(await self._client.children(self._leases_path))
+            names = await client.children(self._leases_path)
         except NoNodeError:
             return []
+        ordered = sort_contenders(names, (_LEASE_NAME,))
+        pipeline = client.pipeline()
+        for name in ordered:
+            pipeline.get(f"{self._leases_path}/{name}")
+        found: list[Participant] = []
+        for name, result in zip(ordered, await pipeline.execute(), strict=True):
+            if isinstance(result, NoNodeError):
+                continue  # released since the listing
+            if isinstance(result, Exception):
+                raise result
+            node = f"{self._leases_path}/{name}"
+            found.append(Participant(None, node, result[0], len(found) < self.max_leases))
+        return found
 
 
 async def _release_all(leases: Sequence[SemaphoreLease]) -> None:
