@@ -2,7 +2,10 @@
 # Make sure a ZooKeeper can be launched locally: Debian's zookeeper package and
 # a Java runtime, unless the user brings their own. With WITH_CURATOR=1 also
 # Curator's jars and a JDK (javac), for the interoperability tests.
+# ZOOKEEPER_VERSION=3.9 / CURATOR_VERSION=5.7 then add Debian 13's jars on top of
+# Debian 12's (scripts/fetch-zookeeper.sh); 3.8 and 5.4, the defaults, are Debian 12's.
 set -eu
+here=$(dirname "$0")
 need=""
 if [ -n "${ZOOKEEPER_HOME:-}" ]; then
     ls "$ZOOKEEPER_HOME"/lib/*.jar >/dev/null 2>&1 || ls "$ZOOKEEPER_HOME"/*.jar >/dev/null 2>&1 || {
@@ -18,7 +21,9 @@ if [ "${WITH_CURATOR:-0}" = 1 ]; then
     [ -f /usr/share/java/curator-recipes.jar ] || need="$need libcurator-recipes-java"
     command -v javac >/dev/null 2>&1 || need="$need default-jdk-headless"
 fi
-[ -n "$need" ] || exit 0
+if [ -z "$need" ]; then
+    exec sh "$here/fetch-zookeeper.sh"
+fi
 if ! command -v apt-get >/dev/null 2>&1; then
     echo "missing:$need. Install them, or set ZOOKEEPER_HOME to a ZooKeeper release" >&2
     echo "(and AIOCOORD_ZK to a running ensemble, e.g. docker compose up, see compose.yaml)" >&2
@@ -28,3 +33,4 @@ echo "installing Debian packages:$need" >&2
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $need
+exec sh "$here/fetch-zookeeper.sh"

@@ -14,6 +14,7 @@ import contextlib
 import ctypes
 import os
 import random
+import re
 import secrets
 import shutil
 import signal
@@ -59,6 +60,8 @@ _INSTALL_HINT = (
     "server or ensemble to test against instead of launching one"
 )
 _LOG_TAIL_LINES = 30
+ENV_ZOOKEEPER_VERSION = "ZOOKEEPER_VERSION"
+ENV_JAR_CACHE = "AIOCOORD_JAR_CACHE"
 
 
 class ZooKeeperNotFoundError(RuntimeError):
@@ -68,17 +71,63 @@ class ZooKeeperNotFoundError(RuntimeError):
 # --------------------------------------------------------------------------- discovery
 
 
+def jar_cache_dir() -> Path:
+    """Where ``scripts/fetch-zookeeper.sh`` unpacks the jars Debian 12 does not ship.
+
+    ``$AIOCOORD_JAR_CACHE`` (the script's own setting), else ``.cache/jars`` in the
+    aiocoord checkout this module runs from; the jars are under ``root/usr/share/java``.
+    """
+    configured = os.environ.get(ENV_JAR_CACHE)
+    base = Path(configured) if configured else Path(__file__).resolve().parents[2] / ".cache/jars"
+    return base / "root" / "usr" / "share" / "java"
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def find_versioned_jars(names: Sequence[str], version: str) -> tuple[str, list[Path]] | None:
+    """Debian-style jars ``<name>-<full version>.jar`` for *version* ("3.9" or "3.9.3").
+
+    Looks in /usr/share/java, then in :func:`jar_cache_dir`; the first *name* decides
+    which full version (the highest that starts with *version*) and every other name must
+    be there in that version, beside it. Returns ``(full version, paths in names' order)``
+    or None.
+    """
+    if not re.fullmatch(r"\d+(\.\d+)*", version):
+        return None
+    for folder in (DEBIAN_JAVA_DIR, jar_cache_dir()):
+        pattern = re.compile(rf"{re.escape(names[0])}-({re.escape(version)}(?:\.\d+)*)\.jar")
+        found = [
+            m.group(1)
+            for p in glob(str(folder / "*.jar"))
+            if (m := pattern.fullmatch(Path(p).name))
+        ]
+        for full in sorted(found, key=_version_key, reverse=True):
+            paths = [folder / f"{name}-{full}.jar" for name in names]
+            if all(path.is_file() for path in paths):
+                return full, paths
+    return None
+
+
 def find_zookeeper_classpath(*, log: bool = False) -> str:
     """Return a Java classpath that runs a ZooKeeper server.
 
-    ``$ZOOKEEPER_HOME`` (an Apache release: ``*.jar`` and ``lib/*.jar``) wins; otherwise
-    Debian's jars in /usr/share/java are used, with slf4j-nop (silent) or, when *log*
-    is true, slf4j-simple (logs to stderr).
+    ``$ZOOKEEPER_HOME`` (an Apache release: ``*.jar`` and ``lib/*.jar``) wins. Otherwise
+    Debian's jars: ``$ZOOKEEPER_VERSION`` (e.g. ``3.8`` or ``3.9``) picks the version, from
+    /usr/share/java or from the jars ``scripts/fetch-zookeeper.sh`` fetched from Debian 13
+    (:func:`jar_cache_dir`); unset, the system's zookeeper.jar. The log binding is
+    slf4j-nop (silent) or, when *log* is true, slf4j-simple (logs to stderr).
 
     Debian's zookeeper.jar lists netty-handler but not netty-codec in its manifest's
     Class-Path, and Netty's ``SslHandler`` extends netty-codec's ``ByteToMessageDecoder``:
     without that jar a TLS port accepts TCP and then drops every connection
     (``ClassNotFoundException`` in the server log). So netty-codec.jar is added.
+
+    A jar's manifest Class-Path is searched right after that jar, and Debian 13's
+    zookeeper-3.9.3.jar names ``/usr/share/java/zookeeper-jute.jar``, which on Debian 12
+    is 3.8.0's: so the versioned jute jar goes first, or the server dies on every
+    connection with ``NoSuchMethodError``.
     """
     home = os.environ.get("ZOOKEEPER_HOME")
     if home:
@@ -92,8 +141,25 @@ def find_zookeeper_classpath(*, log: bool = False) -> str:
         conf = root / "conf"
         # conf/ holds the release's logging configuration (logback.xml / log4j.properties).
         return os.pathsep.join([*jars, *([str(conf)] if conf.is_dir() else [])])
-    required = [DEBIAN_JAVA_DIR / "zookeeper.jar", DEBIAN_JAVA_DIR / "zookeeper-jute.jar"]
-    missing = [str(jar) for jar in required if not jar.is_file()]
+    wanted = os.environ.get(ENV_ZOOKEEPER_VERSION)
+    if wanted:
+        found = find_versioned_jars(["zookeeper-jute", "zookeeper"], wanted)
+        if found is None:
+            raise ZooKeeperNotFoundError(
+                f"ZooKeeper {wanted} ({ENV_ZOOKEEPER_VERSION}) is not in {DEBIAN_JAVA_DIR} "
+                f"nor in {jar_cache_dir()}. For 3.9 run `make zookeeper ZOOKEEPER_VERSION=3.9` "
+                "in aiocoord's checkout (scripts/fetch-zookeeper.sh fetches Debian 13's 3.9.3); "
+                "3.8 is Debian 12's `zookeeper` package; for another version set "
+                "ZOOKEEPER_HOME to an unpacked Apache ZooKeeper release, or unset "
+                f"{ENV_ZOOKEEPER_VERSION} to use the system's"
+            )
+        required = found[1]
+        # The jars' manifests name their dependencies in /usr/share/java (Debian 12's).
+        deps = [DEBIAN_JAVA_DIR / "netty-handler.jar", DEBIAN_JAVA_DIR / "slf4j-api.jar"]
+        missing = [str(jar) for jar in deps if not jar.is_file()]
+    else:
+        required = [DEBIAN_JAVA_DIR / "zookeeper.jar", DEBIAN_JAVA_DIR / "zookeeper-jute.jar"]
+        missing = [str(jar) for jar in required if not jar.is_file()]
     if missing:
         raise ZooKeeperNotFoundError(
             f"ZooKeeper jars not found ({', '.join(missing)}); " + _INSTALL_HINT

@@ -267,6 +267,51 @@ def test_zookeeper_home_layout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     assert str(tmp_path / "conf") in entries
 
 
+def test_zookeeper_version_puts_its_jute_jar_first(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Debian 13's zookeeper-3.9.3.jar names the system's (3.8.0) jute jar in its manifest,
+    which the JVM searches right after it: the versioned jute jar must come before."""
+    cache = tmp_path / "root" / "usr" / "share" / "java"
+    cache.mkdir(parents=True)
+    for jar in ("zookeeper-9.7.1.jar", "zookeeper-jute-9.7.1.jar", "zookeeper-9.7.2.jar"):
+        (cache / jar).touch()  # 9.7.2 has no jute jar beside it: not a usable version
+    monkeypatch.delenv("ZOOKEEPER_HOME", raising=False)
+    monkeypatch.setenv("AIOCOORD_JAR_CACHE", str(tmp_path))
+    monkeypatch.setenv("ZOOKEEPER_VERSION", "9.7")
+    entries = find_zookeeper_classpath().split(os.pathsep)
+    assert entries[:2] == [
+        str(cache / "zookeeper-jute-9.7.1.jar"),
+        str(cache / "zookeeper-9.7.1.jar"),
+    ]
+
+
+def test_missing_zookeeper_version_says_what_to_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("ZOOKEEPER_HOME", raising=False)
+    monkeypatch.setenv("AIOCOORD_JAR_CACHE", str(tmp_path))
+    monkeypatch.setenv("ZOOKEEPER_VERSION", "3.1")
+    with pytest.raises(ZooKeeperNotFoundError) as raised:
+        find_zookeeper_classpath()
+    assert "make zookeeper ZOOKEEPER_VERSION=3.9" in str(raised.value)
+    assert "ZOOKEEPER_HOME" in str(raised.value)
+
+
+async def test_server_runs_the_zookeeper_version_asked_for() -> None:
+    """``make test ZOOKEEPER_VERSION=3.9`` must test 3.9.3, not the system's 3.8.0."""
+    wanted = os.environ.get("ZOOKEEPER_VERSION")
+    if os.environ.get("ZOOKEEPER_HOME"):
+        wanted = None  # a release of the user's: any version
+    elif not wanted:  # the system's: Debian's zookeeper.jar and zookeeper-<version>.jar
+        system = Path("/usr/share/java/zookeeper.jar")
+        same = [p for p in system.parent.glob("zookeeper-[0-9]*.jar") if p.samefile(system)]
+        wanted = same[0].stem.removeprefix("zookeeper-")
+    async with ZooKeeperServer() as zk:
+        version = (await zk.srvr())["Zookeeper version"]
+    assert wanted is None or version.startswith(f"{wanted}"), version
+
+
 def test_missing_java(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
