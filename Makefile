@@ -1,13 +1,27 @@
-# Every target creates .venv and installs what it needs on first use.
+# Every target creates a virtualenv and installs what it needs on first use.
 # AIOCOORD_ZK=host:port,... runs tests and demo against your own ZooKeeper;
 # ZOOKEEPER_HOME=/path/to/apache-zookeeper uses a release tarball's jars.
+# PYTHON=python3.13 runs on that interpreter, in a virtualenv of its own (.venv-3.13);
+# the default python3 uses .venv.
+# ZOOKEEPER_VERSION=3.9 (or 3.8, the default: Debian 12's) picks the server that tests,
+# demo, chaos and bench launch; CURATOR_VERSION=5.7 (or 5.4, the default) the Curator of
+# the interop tests. 3.9 and 5.7 are Debian 13's 3.9.3 and 5.7.1, fetched on first use
+# into .cache/jars by scripts/fetch-zookeeper.sh.
 
 PYTHON ?= python3
-VENV := .venv
+VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(patsubst python%,%,$(notdir $(PYTHON))))
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 .PHONY: help test lint demo zookeeper bench docs chaos clean
+
+# The test kit (aiocoord.testing) and the interop harness read these.
+ifdef ZOOKEEPER_VERSION
+export ZOOKEEPER_VERSION
+endif
+ifdef CURATOR_VERSION
+export CURATOR_VERSION
+endif
 
 help:
 	@echo "make demo   a ticket sale on an embedded ZooKeeper: no oversell, no lost sale"
@@ -69,4 +83,4 @@ bench: $(BENCH_STAMP)
 	$(PY) -m bench.recovery
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .venv .venv-* .cache .pytest_cache .mypy_cache .ruff_cache
