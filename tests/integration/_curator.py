@@ -1,9 +1,11 @@
 """Running Apache Curator next to aiocoord, for the interoperability tests.
 
-The Java side is Debian's libcurator-recipes-java. Every ``tests/interop/*.java``
-is one small program (its class named as its file) that drives one family of
-Curator recipes on paths a test gives it; they are compiled together, once per
-test session, by the ``curator_classpath`` fixture (see conftest).
+The Java side is Debian's libcurator-recipes-java: Debian 12's 5.4 (the system's), or
+with ``CURATOR_VERSION=5.7`` Debian 13's 5.7.1 with the ZooKeeper 3.9.3 client it is built
+against (fetched by scripts/fetch-zookeeper.sh, which ``make test`` runs). Every
+``tests/interop/*.java`` is one small program (its class named as its file) that drives
+one family of Curator recipes on paths a test gives it; they are compiled together, once
+per test session, by the ``curator_classpath`` fixture (see conftest).
 
 Each program prints ``READY`` once connected, then whatever its test reads,
 and ``DONE ...`` at the end; exit code 2 means it saw a violation.
@@ -12,6 +14,7 @@ and ``DONE ...`` at the end; exit code 2 means it saw a violation.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
 from collections.abc import Coroutine
@@ -20,21 +23,50 @@ from typing import Any
 
 import pytest
 
+from aiocoord.testing._server import find_versioned_jars
+
 SOURCES = Path(__file__).resolve().parents[1] / "interop"
 JARS = Path("/usr/share/java")
 CLASSPATH_JARS = ["curator-recipes.jar", "slf4j-nop.jar"]
+ENV_CURATOR_VERSION = "CURATOR_VERSION"
+# Debian 13 pairs Curator 5.7.1 with ZooKeeper 3.9.3; Debian 12 pairs 5.4 with 3.8 (the system's).
+_ZOOKEEPER_CLIENT_FOR = {"5.7": "3.9"}
+
+
+def curator_jars() -> list[Path]:
+    """The jars of the Curator ``CURATOR_VERSION`` asks for (unset: the system's), leaves
+    first: each Debian jar's manifest names the system's unversioned jars, which the JVM
+    searches right after it, so the versioned ones must come before."""
+    wanted = os.environ.get(ENV_CURATOR_VERSION)
+    if not wanted:
+        return [JARS / j for j in CLASSPATH_JARS]
+    short = ".".join(wanted.split(".")[:2])
+    client = find_versioned_jars(
+        ["zookeeper-jute", "zookeeper"], _ZOOKEEPER_CLIENT_FOR.get(short, "3.8")
+    )
+    curator = find_versioned_jars(
+        ["curator-client", "curator-framework", "curator-recipes"], wanted
+    )
+    if client is None or curator is None:
+        pytest.fail(
+            f"Curator {wanted} ({ENV_CURATOR_VERSION}) or its ZooKeeper client is not in "
+            f"{JARS} nor in the jar cache: `make test CURATOR_VERSION=5.7` fetches Debian 13's "
+            "5.7.1 (scripts/fetch-zookeeper.sh); 5.4 is Debian 12's libcurator-recipes-java"
+        )
+    return [*client[1], *curator[1], JARS / "slf4j-nop.jar"]
 
 
 def compile_harnesses(out: Path) -> str:
     """Compile every harness into ``out``; fail (not skip) if Curator or javac is missing."""
-    missing = [j for j in CLASSPATH_JARS if not (JARS / j).is_file()]
+    jars = curator_jars()
+    missing = [str(j) for j in jars if not j.is_file()]
     javac = shutil.which("javac")
     if missing or javac is None:
         pytest.fail(
             f"Curator interop needs Debian's libcurator-recipes-java and a JDK "
             f"(missing: {missing or 'javac'}); `make test` installs them"
         )
-    libs = ":".join(str(JARS / j) for j in CLASSPATH_JARS)
+    libs = ":".join(str(j) for j in jars)
     sources = sorted(str(p) for p in SOURCES.glob("*.java"))
     subprocess.run([javac, "-d", str(out), "-cp", libs, *sources], check=True)
     return f"{out}:{libs}"

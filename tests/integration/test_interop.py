@@ -6,6 +6,8 @@ The Java side is tests/interop/CuratorHarness.java (see _curator.py).
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import struct
 from asyncio.subprocess import Process
 from typing import Any
@@ -17,6 +19,25 @@ import aiocoord
 from aiocoord import Mutex, NodeExistsError
 
 pytestmark = pytest.mark.timeout(180)
+
+
+async def test_the_curator_version_asked_for_is_the_one_run(curator_classpath: str) -> None:
+    """``CURATOR_VERSION=5.7`` must run Curator 5.7.1 on ZooKeeper's 3.9 client, not the
+    system's 5.4 that the Debian 13 jars' manifests also name."""
+    java = shutil.which("java")
+    assert java is not None
+    proc = await asyncio.create_subprocess_exec(
+        java, "-cp", curator_classpath, "CuratorHarness", "versions", stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await proc.communicate()
+    assert proc.returncode == 0
+    lines = dict(line.split(" ", 1) for line in out.decode().splitlines())
+    wanted = os.environ.get("CURATOR_VERSION")
+    if wanted:
+        assert f"curator-recipes-{wanted}" in lines["curator"], lines
+        assert f"curator-framework-{wanted}" in lines["framework"], lines
+    if wanted and wanted.startswith("5.7"):
+        assert lines["zookeeper"].startswith("3.9"), lines
 
 
 async def curator_mutex_loop(classpath: str, zookeeper: Any, iterations: int) -> Process:

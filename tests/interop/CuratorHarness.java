@@ -7,6 +7,7 @@
 //   java CuratorHarness lease   <connect> <semPath> <maxLeases> <insidePath> <iterations>
 //   java CuratorHarness revocable-holder <connect> <lockPath>
 //   java CuratorHarness revoke  <connect> <lockNodePath>
+//   java CuratorHarness versions    (no server: where Curator's classes and the client come from)
 //
 // Prints "READY" once connected and "DONE <n>" at the end; "VIOLATION ..." and
 // exit code 2 if mutual exclusion was broken. revocable-holder prints "HELD" once
@@ -31,6 +32,14 @@ import org.apache.zookeeper.KeeperException;
 
 public class CuratorHarness {
     public static void main(String[] args) throws Exception {
+        if (args[0].equals("versions")) {
+            System.out.println("curator " + InterProcessMutex.class.getProtectionDomain()
+                .getCodeSource().getLocation());
+            System.out.println("framework " + CuratorFramework.class.getProtectionDomain()
+                .getCodeSource().getLocation());
+            System.out.println("zookeeper " + org.apache.zookeeper.Version.getFullVersion());
+            return;
+        }
         CuratorFramework client = CuratorFrameworkFactory.newClient(
             args[1], 10000, 10000, new ExponentialBackoffRetry(10, 10));
         client.start();
