@@ -8,6 +8,7 @@ the one client call at that step and injects the fault there.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -30,6 +31,13 @@ from aiocoord._recipes._kit._contenders import WRITE_LOCK_NAME, mutex_rule
 from aiocoord.testing import TcpProxy, expire_session
 
 pytestmark = pytest.mark.timeout(120)
+
+# Python 3.11's asyncio.wait_for runs its argument in a task of its own; since 3.12 it
+# awaits it in the caller's task (under asyncio.timeout). A task-owned lock sees the two
+# differently, so the tests of wait_for around an acquire are per version.
+WAIT_FOR_WRAPS_IN_A_TASK = sys.version_info < (3, 12)
+_WAIT_FOR_311_ONLY = "Python 3.11 only: there wait_for acquires in a task of its own"
+_WAIT_FOR_312_ON = "Python 3.12+: there wait_for acquires in the caller's task"
 
 
 class Section:
@@ -340,6 +348,7 @@ async def test_a_lock_acquired_by_a_task_that_ends_is_released(
     assert "ended while holding the lock" in caplog.text
 
 
+@pytest.mark.skipif(not WAIT_FOR_WRAPS_IN_A_TASK, reason=_WAIT_FOR_311_ONLY)
 async def test_wait_for_on_an_acquire_does_not_leave_the_lock_held_forever(
     started,
 ) -> None:
@@ -353,3 +362,19 @@ async def test_wait_for_on_an_acquire_does_not_leave_the_lock_held_forever(
     # The orphan's release runs in the background: its delete let `other` in,
     # and the task itself ends with the reply that follows.
     await settle(a)
+
+
+@pytest.mark.skipif(WAIT_FOR_WRAPS_IN_A_TASK, reason=_WAIT_FOR_312_ON)
+async def test_wait_for_on_an_acquire_holds_for_the_caller(started) -> None:
+    """On 3.12+ ``wait_for`` awaits the acquire in the caller's task: the caller holds
+    the lock until it releases it, as with a plain ``await lock.acquire()``."""
+    a, b = await started(2)
+    lock = Mutex(a, "/held")
+    assert await asyncio.wait_for(lock.acquire(), 5)
+    assert lock.is_held
+    other = Mutex(b, "/held")
+    assert not await other.acquire(timeout=0.5)
+    await lock.release()
+    with anyio.fail_after(10):
+        assert await other.acquire()
+    await other.release()
