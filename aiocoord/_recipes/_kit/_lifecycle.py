@@ -120,12 +120,6 @@ class Lifecycle:
         if self.phase is Phase.CLOSED:
             raise RecipeClosedError(f"{self._what} is closed")
 
-    def check_started(self) -> None:
-        """RecipeClosedError once closed; RuntimeError unless started."""
-        self.check_open()
-        if self.phase is not Phase.STARTED:
-            raise RuntimeError(f"{self._what} is not started: use 'async with' or start()")
-
     async def start(self) -> None:
         """Run the opening; see the module for every way this ends."""
         if self.phase is Phase.CLOSED:
