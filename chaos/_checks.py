@@ -24,6 +24,7 @@ from ._layout import (
     COUNTER_INT,
     COUNTER_LONG,
     DQUEUE,
+    DRIVER_BUG,
     IDQUEUE,
     PQUEUE,
     QUEUE,
@@ -1043,6 +1044,16 @@ def _stray_cancels(history: History, verdict: Verdict) -> None:
         verdict.counts[f"in {recipe}"] = times
 
 
+def _driver_bugs(history: History, verdict: Verdict) -> None:
+    """No operation failed on the driver's own mistake (an API it calls wrongly):
+    such operations are recorded as unknown, and every check would pass over them."""
+    bugs = [o for o in history.ops if (o.error or "").startswith(DRIVER_BUG)]
+    for op in bugs[:20]:
+        verdict.problem(f"{op.id} ({op.recipe} {op.kind}, t={op.invoke:.3f}): {op.error}")
+    verdict.checked = len(history.ops)
+    verdict.counts = {"operations": len(history.ops), "driver bugs": len(bugs)}
+
+
 def _processes(history: History, verdict: Verdict) -> None:
     """No process the run started is left running."""
     records = history.final("processes")
@@ -1265,6 +1276,11 @@ CHECKS: tuple[Check, ...] = (
         "workers.no-stray-cancel",
         "no operation raised a CancelledError nobody asked for",
         _stray_cancels,
+    ),
+    Check(
+        "workers.no-driver-bug",
+        "no operation failed on the driver's own mistake (a TypeError, AttributeError, ...)",
+        _driver_bugs,
     ),
     Check("processes.none-left", "no process left running", _processes),
 )

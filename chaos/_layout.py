@@ -138,3 +138,16 @@ OP_BOUND = 45.0
 STRAY_CANCEL = "stray CancelledError"
 """The error a worker records for an operation that raised CancelledError while
 nobody had cancelled its task (its ``cancelling()`` count was 0)."""
+DRIVER_BUG = "driver bug"
+"""The error a worker records for an operation that raised what no recipe call
+should raise (a TypeError, AttributeError, ...): a driver calling an API that
+changed. Recorded as unknown, such operations would pass every check vacuously."""
+BUG_ERRORS: tuple[type[Exception], ...] = (
+    TypeError,
+    AttributeError,
+    NameError,
+    AssertionError,
+    KeyError,
+    IndexError,
+)
+"""What a worker reports as a driver bug rather than an unknown outcome."""

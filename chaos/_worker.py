@@ -83,6 +83,7 @@ from ._layout import (
     AQUEUE,
     BARRIER,
     BARRIER_TIMEOUT,
+    BUG_ERRORS,
     CHILDREN_CACHED,
     COUNTER_BOUND,
     COUNTER_BOUNDED,
@@ -90,6 +91,7 @@ from ._layout import (
     COUNTER_INT_LOCK,
     COUNTER_LONG,
     DQUEUE,
+    DRIVER_BUG,
     GATE,
     GATE_WAIT,
     GROUP,
@@ -336,6 +338,9 @@ class Worker:
             # escape. Record it (a check fails on it) and go on driving.
             outcome = Outcome("unknown", f"{STRAY_CANCEL}: {error!r}")
             log.error("%s %s %s: %s", op_id, recipe, kind, STRAY_CANCEL, exc_info=error)
+        except BUG_ERRORS as error:
+            outcome = Outcome("unknown", f"{DRIVER_BUG}: {_name(error)}")
+            log.error("%s %s %s: %s", op_id, recipe, kind, DRIVER_BUG, exc_info=error)
         except Exception as error:
             outcome = Outcome("unknown", _name(error))
         self.history.complete(op_id, outcome.status, error=outcome.error, value=outcome.value)
@@ -1152,7 +1157,7 @@ class Worker:
 
     async def get(self, queue: _Queue) -> Outcome:
         try:
-            data = await queue.get(QUEUE_WAIT)
+            data = await queue.get(timeout=QUEUE_WAIT)
         except QueueEmptyError:
             return Outcome("fail", "empty")
         except OutcomeUnknownError as error:

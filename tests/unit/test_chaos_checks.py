@@ -27,6 +27,7 @@ from chaos._layout import (
     COUNTER_INT,
     COUNTER_LONG,
     DQUEUE,
+    DRIVER_BUG,
     IDQUEUE,
     PQUEUE,
     QUEUE,
@@ -475,6 +476,10 @@ BROKEN: dict[str, list[Record]] = {
         final("group-alive", worker="w0", members={"w0-keep-0": {"data": "61", "sure": True}}),
         final("group", members={"w0-keep-0": "61", "w0-group-3": "62"}),
     ],
+    # Queue.get() called with an argument it no longer takes: every get "unknown".
+    "workers.no-driver-bug": [
+        *op("w0:1", "queue", "get", 1.0, 1.1, "unknown", error="driver bug: TypeError: ..."),
+    ],
 }
 
 HELD: dict[str, list[Record]] = {
@@ -757,6 +762,9 @@ HELD: dict[str, list[Record]] = {
         *op("w0:1", "dqueue", "take", 1.0, 2.0, "fail", error="empty"),
         *op("w0:2", "mutex", "hold", 1.0, 46.0, "unknown", error="watchdog: still running"),
     ],
+    "workers.no-driver-bug": [
+        *op("w0:1", "queue", "get", 1.0, 1.1, "unknown", error="ConnectionLossError"),
+    ],
     "nodecache.converged": [final("node-cache", worker="w0", equal=True, nodes=1)],
     "childrencache.converged": [final("children-cache", worker="w1", equal=True, nodes=3)],
     "group.members": [
@@ -1013,6 +1021,24 @@ async def test_the_worker_records_a_stray_cancellation_and_goes_on(tmp_path: Pat
     finally:
         worker.history.close()
     check = next(c for c in CHECKS if c.name == "workers.no-stray-cancel")
+    assert not run_checks(build_history(read_records([history])), [check])[0].passed
+
+
+async def test_the_worker_records_a_driver_bug_and_a_check_fails_on_it(tmp_path: Path) -> None:
+    history = tmp_path / "w0.jsonl"
+    config = WorkerConfig("w0", "", 0, str(history), time.monotonic(), seed=1, members=2)
+    worker = Worker(config)
+
+    async def wrong_call(_op_id: str) -> Outcome:
+        raise TypeError("get() takes 1 positional argument but 2 were given")
+
+    try:
+        outcome = await worker.op("queue", "get", wrong_call)
+    finally:
+        worker.history.close()
+    assert outcome.status == "unknown"
+    assert (outcome.error or "").startswith(DRIVER_BUG)
+    check = next(c for c in CHECKS if c.name == "workers.no-driver-bug")
     assert not run_checks(build_history(read_records([history])), [check])[0].passed
 
 
