@@ -110,11 +110,6 @@ class Lifecycle:
         """Whether ``aclose()`` was called (its work may still be under way)."""
         return self.phase is Phase.CLOSED
 
-    @property
-    def started(self) -> bool:
-        """Whether ``start()`` completed and ``aclose()`` was not called."""
-        return self.phase is Phase.STARTED
-
     def check_open(self) -> None:
         """RecipeClosedError once ``aclose()`` was called."""
         if self.phase is Phase.CLOSED:
