@@ -286,6 +286,7 @@ async def test_failover_keeps_the_session_and_its_watches(state_log) -> None:
         session = client.session_id
         await client.create("/e", ephemeral=True)
         await writer.create("/w", b"1")
+        await client.sync("/w")  # its server may be a follower that has not seen /w yet
         _d, _s, watch = await client.watch_data("/w")
         host = client.connected_to
         assert host is not None
