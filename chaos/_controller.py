@@ -78,6 +78,9 @@ HARD_GRACE = 150.0
 """Seconds the run may take beyond ``duration`` (start, stop, end reads) before it
 is cut short and reported as failed."""
 READY_TIMEOUT = 60.0
+LATE_FAULTS = 60.0
+"""How long past ``duration`` the run waits for faults that slipped behind their
+schedule (on a loaded machine) before it cancels the rest."""
 EXIT_TIMEOUT = 20.0
 ORPHAN_WAIT = 2 * SESSION_TIMEOUT + 6.0
 """Sessions of killed workers expire within this; their ephemeral nodes go with them."""
@@ -514,12 +517,11 @@ class Controller:
                 self.ensemble, self.workers, self.history, self.partitioner, SESSION_TIMEOUT
             )
             start = asyncio.get_running_loop().time()
-            end = start + config.duration - 1.0
-            faulting = asyncio.ensure_future(nemesis.run(faults, start, end, self._on_fault))
+            faulting = asyncio.ensure_future(nemesis.run(faults, start, self._on_fault))
             try:
                 await asyncio.sleep(config.duration)
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(90):
+                    async with asyncio.timeout(LATE_FAULTS):
                         await asyncio.shield(faulting)
             finally:
                 faulting.cancel()
