@@ -60,7 +60,6 @@ from ._recipes.barriers import Barrier as Barrier
 from ._recipes.barriers import DoubleBarrier as DoubleBarrier
 from ._recipes.barriers import DoubleBarrierEntry as DoubleBarrierEntry
 from ._recipes.caches import CacheEvent as CacheEvent
-from ._recipes.caches import CacheEvents as CacheEvents
 from ._recipes.caches import CacheEventType as CacheEventType
 from ._recipes.caches import CacheStats as CacheStats
 from ._recipes.caches import ChildrenCache as ChildrenCache
@@ -97,9 +96,7 @@ from ._recipes.queues import QueueTake as QueueTake
 from ._session._batch import Fence as Fence
 from ._session._batch import Pipeline as Pipeline
 from ._session._batch import Transaction as Transaction
-from ._session._broadcast import Subscription as Subscription
 from ._session._client import Client as Client
-from ._session._client import StateChanges as StateChanges
 from ._session._client import connect as connect
 from ._session._options import ClientOptions as ClientOptions
 from ._session._requests import CreateOptions as CreateOptions
@@ -113,6 +110,7 @@ from ._session._state import ConnectionState as ConnectionState
 from ._session._state import ErrorPolicy as ErrorPolicy
 from ._session._state import SessionErrorPolicy as SessionErrorPolicy
 from ._session._state import StandardErrorPolicy as StandardErrorPolicy
+from ._session._stream import ChangeStream as ChangeStream
 from ._session._watch import PersistentWatch as PersistentWatch
 from ._session._watch import Watch as Watch
 from ._types import ACL as ACL
@@ -152,8 +150,8 @@ __all__ = [
     "Bounds",
     "CacheEvent",
     "CacheEventType",
-    "CacheEvents",
     "CacheStats",
+    "ChangeStream",
     "ChildrenCache",
     "Client",
     "ClientClosedError",
@@ -236,8 +234,6 @@ __all__ = [
     "SharedCount",
     "StandardErrorPolicy",
     "Stat",
-    "StateChanges",
-    "Subscription",
     "SystemZooKeeperError",
     "TLSCertificateError",
     "TTLNodesDisabledError",

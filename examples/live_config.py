@@ -69,7 +69,7 @@ class CheckoutService:
     def show(self) -> str:
         return " ".join(f"{name}={value}" for name, value in sorted(self.settings.items()))
 
-    async def follow(self, events: aiocoord.CacheEvents) -> None:
+    async def follow(self, events: aiocoord.ChangeStream[aiocoord.CacheEvent]) -> None:
         async for event in events:
             if event.type in (CacheEventType.INITIALIZED, CacheEventType.RESYNCED):
                 self.load_all()  # the whole view: after a start, an outage or an overflow

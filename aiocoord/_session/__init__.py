@@ -9,7 +9,8 @@ they may use:
   ``Client.start_background`` (never a bare ``create_task``) and state
   shared by a client's recipe objects through ``Client.recipe_state``.
 - States: :class:`ConnectionState`, :class:`ErrorPolicy`; fan-out of values
-  to listeners and async iterators: :class:`Broadcast`, :class:`Subscription`.
+  to listeners and streams: :class:`Broadcast`, :class:`ChangeStream` (the one
+  stream type every ``changes()``/``events()`` returns).
 - A recipe's own nodes: :class:`OwnNode` (protected create, optionally with a
   listing in the same round trip, and a sure delete), and the helpers around
   it: :func:`retry_on_connection_loss`, :func:`run_cleanup`,
@@ -25,8 +26,7 @@ second client (session expiry).
 """
 
 from ._batch import Fence, Pipeline, Transaction
-from ._broadcast import Broadcast, Subscription
-from ._client import Client, StateChanges, check_client, connect, drop_connection
+from ._client import Client, check_client, connect, drop_connection
 from ._connection import SendRecord, track_sends
 from ._nodes import (
     PROTECTED_PREFIX,
@@ -57,6 +57,7 @@ from ._state import (
     StandardErrorPolicy,
     check_error_policy,
 )
+from ._stream import Broadcast, ChangeStream, end_stream
 from ._watch import PersistentWatch, Watch, WatchKind
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "PROTECTED_PREFIX",
     "BoundedExponentialBackoff",
     "Broadcast",
+    "ChangeStream",
     "Client",
     "ClientOptions",
     "ConnectionState",
@@ -81,8 +83,6 @@ __all__ = [
     "SendRecord",
     "SessionErrorPolicy",
     "StandardErrorPolicy",
-    "StateChanges",
-    "Subscription",
     "Transaction",
     "Watch",
     "WatchKind",
@@ -93,6 +93,7 @@ __all__ = [
     "connect",
     "delete_quietly",
     "drop_connection",
+    "end_stream",
     "find_protected",
     "is_retryable",
     "protected_marker",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Hashable, Sequence
 from typing import Any, ParamSpec, TypeVar, Unpack
 
 from .. import _paths
@@ -27,7 +27,6 @@ from .._exceptions import (
 from .._types import ACL, OPEN_ACL_UNSAFE, Stat, WatchEvent
 from ._background import Background
 from ._batch import Pipeline, Transaction
-from ._broadcast import Subscription
 from ._connection import replies
 from ._engine import SessionEngine, only_in_session, request_timeout
 from ._nodes import OwnNode, Parents, find_protected
@@ -35,18 +34,16 @@ from ._options import DEFAULT_MAX_DATA_SIZE, Hosts, Settings
 from ._requests import CreateOptions, RequestBuilder
 from ._retry import RetryPolicy, call_with_retry, is_retryable
 from ._state import ConnectionState, ErrorPolicy
+from ._stream import ChangeStream
 from ._watch import PersistentWatch, Watch, WatchRegistry
 from ._watching import Watcher
 
-__all__ = ["Client", "StateChanges", "check_client", "connect", "drop_connection"]
+__all__ = ["Client", "check_client", "connect", "drop_connection"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 ListenerCallback = Callable[[ConnectionState], object]
-
-StateChanges = Subscription[ConnectionState]
-"""An async iterator over connection state transitions (see :meth:`Client.state_changes`)."""
 
 
 class Client:
@@ -202,7 +199,7 @@ class Client:
         """Stop calling ``callback``; one that is not registered is ignored."""
         self._engine.states.remove_listener(callback)
 
-    def state_changes(self) -> StateChanges:
+    def state_changes(self) -> ChangeStream[ConnectionState]:
         """Every state transition from now on, as an async iterator (ends on close)."""
         return self._engine.states.subscribe()
 
@@ -524,16 +521,18 @@ class Client:
         finally:
             watch.cancel()
 
-    def data_changes(self, path: str) -> AsyncGenerator[tuple[bytes, Stat] | None, None]:
+    def data_changes(self, path: str) -> ChangeStream[tuple[bytes, Stat] | None]:
         """The node's contents now and after every change: ``(data, stat)``, or None while
         it does not exist. Intermediate states may be skipped (the latest one is always
         seen); a lost session is ridden out. Ends when the client closes."""
-        return self._watcher.data_changes(path)
+        return ChangeStream(source=self._watcher.data_changes(path), name=f"data of {path!r}")
 
-    def children_changes(self, path: str) -> AsyncGenerator[list[str] | None, None]:
+    def children_changes(self, path: str) -> ChangeStream[list[str] | None]:
         """The node's children (sorted) now and after every change; None while the node
         does not exist. Ends when the client closes."""
-        return self._watcher.children_changes(path)
+        return ChangeStream(
+            source=self._watcher.children_changes(path), name=f"children of {path!r}"
+        )
 
     @property
     def pending_watches(self) -> int:

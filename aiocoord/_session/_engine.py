@@ -38,11 +38,11 @@ from .._exceptions import (
 )
 from .._types import EventType
 from . import _zk
-from ._broadcast import Broadcast
 from ._connection import Connection, ReplyHook, open_connection
 from ._options import Settings, parse_hosts
 from ._requests import RequestBuilder
 from ._state import ConnectionState
+from ._stream import Broadcast
 from ._watch import WatchKind, WatchRegistry
 
 __all__ = ["DEFAULT", "SessionEngine", "only_in_session", "request_timeout"]
@@ -119,7 +119,7 @@ class SessionEngine:
         self._requests = requests
         self._watches = watches
 
-        self.states: Broadcast[ConnectionState] = Broadcast()
+        self.states: Broadcast[ConnectionState] = Broadcast("connection states")
         """Every state transition, in order."""
         self.state: ConnectionState | None = None
         """The last state reported (None before the first connection)."""

@@ -12,13 +12,13 @@ event that follows the reply always finds its waiter.
 from __future__ import annotations
 
 import asyncio
-import collections
 import enum
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from .._exceptions import ClientClosedError
 from .._types import EventType, WatchEvent
+from ._stream import ChangeStream, end_stream, push
 
 __all__ = ["PersistentWatch", "Watch", "WatchKind", "WatchRegistry"]
 
@@ -151,14 +151,14 @@ class WatchRegistry:
                 if not watch._future.done():
                     watch._future.set_result(event)
         for persistent in self._persistent[WatchKind.PERSISTENT].get(server_path, ()):
-            persistent._push(event)
+            push(persistent, event)
         recursive = self._persistent[WatchKind.RECURSIVE]
         if recursive and event_type is not EventType.CHILD:
             # A recursive watch sees its node and everything below; the server
             # sends no child events for it (those come only from other watches).
             for ancestor in _self_and_ancestors(server_path):
                 for persistent in recursive.get(ancestor, ()):
-                    persistent._push(event)
+                    push(persistent, event)
 
     def fail_all(self, error: BaseException) -> None:
         for table in self._by_kind.values():
@@ -174,7 +174,8 @@ class WatchRegistry:
             persistent = [w for ws in ptable.values() for w in ws]
             ptable.clear()
             for pwatch in persistent:
-                pwatch._end(error)
+                # The client closing ends a watch's iteration cleanly.
+                end_stream(pwatch, None if isinstance(error, ClientClosedError) else error)
 
     def paths(self, kind: WatchKind) -> list[str]:
         if kind in self._persistent:
@@ -202,14 +203,15 @@ def _self_and_ancestors(path: str) -> Iterator[str]:
         yield path
 
 
-class PersistentWatch:
+class PersistentWatch(ChangeStream[WatchEvent]):
     """A persistent watch: ``async for event in watch`` yields every event it sees.
 
-    Events wait in the watch until read, in the order the server sent them.
-    The watch survives reconnection to the same session (it is re-armed), but
-    the server does not replay what changed while the client was disconnected:
-    after RECONNECTED, re-read what matters. Iteration ends when the watch is
-    closed (:meth:`aclose`) or the client closes. It raises
+    A :class:`~aiocoord.ChangeStream` of watch events: events wait in the watch
+    until read, in the order the server sent them. The watch survives
+    reconnection to the same session (it is re-armed), but the server does not
+    replay what changed while the client was disconnected: after RECONNECTED,
+    re-read what matters. Iteration ends when the watch is closed
+    (:meth:`aclose`) or the client closes. It raises
     :class:`~aiocoord.SessionExpiredError` if the session is lost, since the
     server forgot the watch and events may have been missed: read the state
     afresh and add a new watch.
@@ -223,72 +225,26 @@ class PersistentWatch:
         server_path: str,
         remove: Callable[[PersistentWatch], object],
     ) -> None:
+        super().__init__(on_close=self._detach, name=f"{kind.value} watch {path!r}")
+        self._remove = remove
         self._registry = registry
         self.kind = kind
         self.path = path
         self.server_path = server_path
-        self._remove = remove
-        self._events: collections.deque[WatchEvent] = collections.deque()
-        self._waiter: asyncio.Future[None] | None = None
-        self._error: BaseException | None = None
-        self._closed = False
 
     @property
     def recursive(self) -> bool:
         """Whether it covers everything below its node too (see :meth:`Client.add_watch`)."""
         return self.kind is WatchKind.RECURSIVE
 
-    @property
-    def pending(self) -> int:
-        """Events received and not yet read."""
-        return len(self._events)
-
-    def _push(self, event: WatchEvent) -> None:
-        if self._closed:
-            return
-        self._events.append(event)
-        self._wake()
-
-    def _end(self, error: BaseException | None) -> None:
-        self._closed = True
-        if error is not None and not isinstance(error, ClientClosedError):
-            self._error = error
-        self._wake()
-
-    def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-
-    def __aiter__(self) -> PersistentWatch:
-        return self
-
-    async def __anext__(self) -> WatchEvent:
-        while not self._events:
-            if self._error is not None:
-                error, self._error = self._error, None
-                raise error
-            if self._closed:
-                raise StopAsyncIteration
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        return self._events.popleft()
+    def _detach(self) -> None:
+        if not self.ended:  # else ended by the client or the session: nothing to remove
+            self._remove(self)
 
     async def aclose(self) -> None:
         """Stop watching; the server-side watch goes when no local one needs it."""
-        if self._closed:
-            return
-        self._end(None)
-        self._remove(self)
-
-    async def __aenter__(self) -> PersistentWatch:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+        await super().aclose()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else f"{len(self._events)} pending"
+        state = "closed" if self.ended else f"{self.pending} pending"
         return f"<PersistentWatch {self.kind.value} {self.path!r} {state}>"

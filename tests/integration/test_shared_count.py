@@ -61,7 +61,7 @@ def warnings_about() -> Iterator[Callable[[str], WarningsAbout]]:
         logger.removeHandler(handler)
 
 
-async def next_value(changes: aiocoord.Subscription[int]) -> int:
+async def next_value(changes: aiocoord.ChangeStream[int]) -> int:
     with anyio.fail_after(WAIT):
         return await anext(changes)
 

@@ -254,6 +254,6 @@ def test_lost_holds_share_one_base() -> None:
 
 def test_the_walk_reaches_inherited_members_and_generic_aliases() -> None:
     classes = public_classes()
-    assert classes["aiocoord.StateChanges"] is aiocoord.Subscription
+    assert classes["aiocoord.ChangeStream"] is aiocoord.ChangeStream
     members = dict(public_members(aiocoord.AtomicLong))
     assert "get" in members  # from a private base

@@ -182,8 +182,17 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
     ("AtomicInt", lambda client: aiocoord.AtomicInt(client, "/int"), ("'/int'",)),
     ("AtomicBytes", lambda client: aiocoord.AtomicBytes(client, "/bytes"), ("'/bytes'",)),
     ("SharedCount", lambda client: aiocoord.SharedCount(client, "/count", 7), ("not started",)),
-    ("Subscription", lambda client: client.state_changes(), ("queued=0",)),
-    ("Subscription", lambda client: aiocoord.SharedCount(client, "/count", 0).changes(), ()),
+    ("ChangeStream", lambda client: client.state_changes(), ("connection states", "pending=0")),
+    (
+        "ChangeStream",
+        lambda client: aiocoord.SharedCount(client, "/count", 0).changes(),
+        ("'/count'",),
+    ),
+    (
+        "ChangeStream",
+        lambda client: aiocoord.GroupMember(client, "/group", participant_id="a").changes(),
+        ("'/group'",),
+    ),
     ("TcpProxy", lambda client: aiocoord.testing.TcpProxy("127.0.0.1", 1), ("not started",)),
     ("Codec.LONG", lambda client: aiocoord.Codec.LONG, ()),
     ("Codec.INT", lambda client: aiocoord.Codec.INT, ()),
@@ -223,9 +232,9 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
     ("ChildrenCache", lambda client: aiocoord.ChildrenCache(client, "/hosts"), ("'/hosts'",)),
     ("NodeCache", lambda client: aiocoord.NodeCache(client, "/flag"), ("'/flag'", "nodes=0")),
     (
-        "CacheEvents",
+        "ChangeStream",
         lambda client: aiocoord.TreeCache(client, "/config").events(max_buffer=5),
-        ("'/config'", "pending=0/5"),
+        ("'/config'", "pending=0/5", "dropped=0"),
     ),
     (
         "CacheEvent",
@@ -295,7 +304,7 @@ async def test_reprs_still_work_once_the_client_is_closed(client: aiocoord.Clien
     changes = client.state_changes()
     await client.aclose()
     _check_repr(repr(client), "Client", ("closed",))
-    _check_repr(repr(changes), "Subscription", ("ended",))
+    _check_repr(repr(changes), "ChangeStream", ("ended",))
     for (name, _make, _fragments), obj in zip(REPRS, objects, strict=True):
         _check_repr(repr(obj), name, ())
 

@@ -1,7 +1,6 @@
 """Caches: local views of a node, its children or a subtree, kept current by watches."""
 
 from ._cache import CacheEvent as CacheEvent
-from ._cache import CacheEvents as CacheEvents
 from ._cache import CacheEventType as CacheEventType
 from ._cache import CacheStats as CacheStats
 from ._cache import ChildrenCache as ChildrenCache

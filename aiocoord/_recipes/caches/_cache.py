@@ -27,12 +27,9 @@ The rules live in :class:`_View` (no I/O); :class:`_Cache` sends the reads.
 from __future__ import annotations
 
 import asyncio
-import collections
-import contextlib
 import enum
 import logging
 import types
-import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Self
@@ -42,7 +39,6 @@ import anyio
 from ... import _paths
 from ..._checks import check_int
 from ..._exceptions import (
-    ArgumentTypeError,
     ClientClosedError,
     CoordinationError,
     InvalidArgumentError,
@@ -52,7 +48,15 @@ from ..._exceptions import (
     SessionMovedError,
     UnimplementedError,
 )
-from ..._session import Client, PersistentWatch, check_client, run_cleanup
+from ..._session import (
+    Broadcast,
+    ChangeStream,
+    Client,
+    PersistentWatch,
+    check_client,
+    end_stream,
+    run_cleanup,
+)
 from ..._types import EventType, Stat, WatchEvent
 from .._kit._lifecycle import Lifecycle, Phase
 from .._kit._waits import Reconnects
@@ -60,7 +64,6 @@ from .._kit._waits import Reconnects
 __all__ = [
     "CacheEvent",
     "CacheEventType",
-    "CacheEvents",
     "CacheStats",
     "ChildrenCache",
     "NodeCache",
@@ -384,106 +387,6 @@ class _View:
         return sorted(self.kids.get(path, ()))
 
 
-# --- consumers --------------------------------------------------------------------------------
-
-
-class CacheEvents:
-    """One consumer's events from a cache, as an async iterator (from :meth:`TreeCache.events`).
-
-    It holds at most ``max_buffer`` events. A consumer that falls further
-    behind is told so: the buffered events are dropped, the next event read
-    is OVERFLOWED, and the one after it RESYNCED with a snapshot of the view
-    taken as it is read; events follow from there. Iteration ends when the
-    cache closes (after the events buffered), or raises the error the cache
-    stopped on. ``aclose()`` (or ``async with``) stops listening.
-    """
-
-    def __init__(self, cache: _Cache, max_buffer: int) -> None:
-        self._cache = cache
-        self._max = max_buffer
-        self._queue: collections.deque[CacheEvent] = collections.deque()
-        self._wakeup = asyncio.Event()
-        self._overflowed = False
-        self._resync_next = False
-        self._ended = False
-        self._error: BaseException | None = None
-        self.dropped = 0
-        """Events dropped so far because this consumer fell behind."""
-
-    @property
-    def pending(self) -> int:
-        """Events buffered and not yet read (never more than ``max_buffer``)."""
-        return len(self._queue)
-
-    @property
-    def max_buffer(self) -> int:
-        """The most events this consumer buffers before it overflows."""
-        return self._max
-
-    def _push(self, event: CacheEvent) -> None:
-        if self._ended:
-            return
-        if self._overflowed:
-            self.dropped += 1
-            return
-        if len(self._queue) >= self._max:
-            self.dropped += len(self._queue) + 1
-            self._queue.clear()
-            self._overflowed = True
-        else:
-            self._queue.append(event)
-        self._wakeup.set()
-
-    def _end(self, error: BaseException | None) -> None:
-        if not self._ended:
-            self._ended = True
-            self._error = error
-        self._wakeup.set()
-
-    def __aiter__(self) -> CacheEvents:
-        return self
-
-    async def __anext__(self) -> CacheEvent:
-        while True:
-            if self._overflowed:
-                root = self._cache.path
-                if not self._resync_next:
-                    self._resync_next = True
-                    return CacheEvent(CacheEventType.OVERFLOWED, root)
-                # The snapshot is taken now: it holds everything dropped so far,
-                # and the events from here on follow it.
-                self._resync_next = False
-                self._overflowed = False
-                return CacheEvent(CacheEventType.RESYNCED, root, snapshot=self._cache.snapshot())
-            if self._queue:
-                return self._queue.popleft()
-            if self._ended:
-                if self._error is not None:
-                    error, self._error = self._error, None
-                    raise error
-                raise StopAsyncIteration
-            self._wakeup.clear()
-            await self._wakeup.wait()
-
-    async def aclose(self) -> None:
-        """Stop listening: events already buffered are still read, then iteration ends."""
-        self._cache._unsubscribe(self)
-        self._end(None)
-
-    async def __aenter__(self) -> CacheEvents:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    def __repr__(self) -> str:
-        state = "ended" if self._ended else "overflowed" if self._overflowed else "open"
-        return (
-            f"<CacheEvents {self._cache.path!r} {state} "
-            f"pending={len(self._queue)}/{self._max} dropped={self.dropped}>"
-        )
-
-
 # --- the caches -------------------------------------------------------------------------------
 
 
@@ -522,9 +425,13 @@ class _Cache:
         self._halting = False
         self._watch: PersistentWatch | None = None
         self._task: asyncio.Task[Any] | None = None
-        self._listeners: list[Callable[[CacheEvent], object]] = []
-        # Weak: an iterator its consumer dropped without closing it is not kept.
-        self._consumers: list[weakref.ref[CacheEvents]] = []
+        self._events: Broadcast[CacheEvent] = Broadcast(f"events of {path!r}")
+        # What a consumer that fell behind reads instead of the events it missed:
+        # OVERFLOWED, then RESYNCED with the view as it is when read.
+        self._overflow = (
+            lambda: CacheEvent(CacheEventType.OVERFLOWED, path),
+            lambda: CacheEvent(CacheEventType.RESYNCED, path, snapshot=self.snapshot()),
+        )
         self._initialized = False
         self._failure: BaseException | None = None
         self._stopped = False
@@ -621,59 +528,48 @@ class _Cache:
 
     # --- consumers --------------------------------------------------------------------
 
-    def events(self, *, max_buffer: int | None = None) -> CacheEvents:
-        """Every event from now on, as an async iterator holding at most ``max_buffer``
-        events (default: the cache's ``max_buffer``); see :class:`CacheEvents`.
+    def events(self, *, max_buffer: int | None = None) -> ChangeStream[CacheEvent]:
+        """Every event from now on, as a :class:`~aiocoord.ChangeStream` holding at
+        most ``max_buffer`` events (default: the cache's ``max_buffer``).
 
         Made before the view is complete, it sees a CREATED event for each node
         added from then on (every node, if made before :meth:`start`), then
         INITIALIZED; made later, it starts with INITIALIZED. Either way, that
         event's snapshot is the whole view at that moment.
+
+        A consumer that falls more than ``max_buffer`` events behind is told so:
+        the buffered events are dropped (counted in the stream's ``dropped``),
+        the next event read is OVERFLOWED, and the one after it RESYNCED with a
+        snapshot of the view taken as it is read; events follow from there.
+        Iteration ends when the cache closes (after the events buffered), or
+        raises the error the cache stopped on. ``aclose()`` (or ``async with``)
+        stops listening.
         """
         limit = self._max_buffer if max_buffer is None else max_buffer
         check_int(limit, "max_buffer", path=self._path, minimum=1)
-        consumer = CacheEvents(self, limit)
         if self._stopped or self._life.closed:
-            consumer._end(self._failure)
-            return consumer
-        if self._initialized:
-            consumer._push(self._mark(CacheEventType.INITIALIZED))
-        self._consumers.append(weakref.ref(consumer))
-        return consumer
-
-    def _unsubscribe(self, consumer: CacheEvents) -> None:
-        self._consumers = [r for r in self._consumers if r() not in (None, consumer)]
+            ended: ChangeStream[CacheEvent] = ChangeStream(
+                max_buffer=limit, name=f"events of {self._path!r}"
+            )
+            end_stream(ended, self._failure)
+            return ended
+        first = [self._mark(CacheEventType.INITIALIZED)] if self._initialized else []
+        return self._events.subscribe(max_buffer=limit, overflow=self._overflow, first=first)
 
     def add_listener(self, callback: Callable[[CacheEvent], object]) -> None:
         """Call ``callback(event)`` for every event from now on, in order, from the
         cache's task (a callback must not block; its errors are logged)."""
-        if not callable(callback):
-            raise ArgumentTypeError("callback", "a callable", callback, self._path)
-        self._listeners.append(callback)
+        self._events.add_listener(callback, self._path)
 
     def remove_listener(self, callback: Callable[[CacheEvent], object]) -> None:
         """Stop calling ``callback``; one that is not registered is ignored."""
-        with contextlib.suppress(ValueError):
-            self._listeners.remove(callback)
+        self._events.remove_listener(callback)
 
     def _mark(self, kind: CacheEventType) -> CacheEvent:
         return CacheEvent(kind, self._path, snapshot=self._view.snapshot())
 
     def _emit(self, event: CacheEvent) -> None:
-        for callback in list(self._listeners):
-            try:
-                callback(event)
-            except Exception:
-                log.exception("cache listener %r failed", callback)
-        dropped = False
-        for ref in self._consumers:
-            consumer = ref()
-            if consumer is None:
-                dropped = True
-            else:
-                consumer._push(event)
-        if dropped:
-            self._consumers = [r for r in self._consumers if r() is not None]
+        self._events.publish(event)
 
     def _signal(self) -> None:
         changed, self._changed = self._changed, asyncio.Event()
@@ -771,11 +667,7 @@ class _Cache:
             self._failure = failure
         self._stopped = True
         self._reconnects.stop()
-        consumers, self._consumers = self._consumers, []
-        for ref in consumers:
-            consumer = ref()
-            if consumer is not None:
-                consumer._end(failure if tell_consumers else None)
+        self._events.close(failure if tell_consumers else None)
         self._signal()
 
     def _fail(self, error: BaseException) -> None:

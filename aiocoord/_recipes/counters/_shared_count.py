@@ -24,7 +24,7 @@ from ..._exceptions import (
     NotEmptyError,
     SessionExpiredError,
 )
-from ..._session import Broadcast, Client, Subscription, Watch, run_cleanup, track_sends
+from ..._session import Broadcast, ChangeStream, Client, Watch, run_cleanup, track_sends
 from ..._types import ACL, Codec, Stat
 from .._kit._args import recipe_path
 from .._kit._lifecycle import Lifecycle
@@ -80,7 +80,7 @@ class SharedCount:
         self._current: VersionedValue[int] | None = None
         self._mzxid = -1
         """The zxid of the write ``_current`` came from: orders values across re-creations."""
-        self._changes: Broadcast[int] = Broadcast()
+        self._changes: Broadcast[int] = Broadcast(f"count {path!r}")
         self._watcher: asyncio.Task[None] | None = None
         self._life = Lifecycle(f"shared count {path!r}", self._open, self._shut)
         self._reconnects = Reconnects(client, self._on_reconnected)
@@ -347,7 +347,7 @@ class SharedCount:
         stat = await self._client.set(self.path, self._encode(new))
         self._update(VersionedValue(stat.version, new), stat.mzxid)
 
-    def changes(self) -> Subscription[int]:
+    def changes(self) -> ChangeStream[int]:
         """The values notified from now on (see the class), as an async iterator."""
         return self._changes.subscribe()
 

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -39,6 +39,8 @@ from ..._exceptions import (
     SessionExpiredError,
 )
 from ..._session import (
+    Broadcast,
+    ChangeStream,
     Client,
     ConnectionState,
     PersistentWatch,
@@ -139,6 +141,9 @@ class GroupMember:
         self._node = f"{path}/{participant_id}"
         self._data = b"" if data is None else self._checked(data)
         self._life = Lifecycle(f"group member {self._node!r}", self._open, self._shut)
+        self._listeners: Broadcast[list[Participant]] = Broadcast(f"members of {path!r}")
+        self._follower: asyncio.Task[Any] | None = None
+        """The task feeding the listeners from one :meth:`changes` stream."""
         self._session = 0
         """The session that owns our node, once created."""
         self._is_member = False
@@ -521,7 +526,7 @@ class GroupMember:
         found.append(Participant(self._id, self._node, self._data, True))
         return sorted(found, key=lambda p: p.id or "")
 
-    def changes(self) -> AsyncGenerator[list[Participant], None]:
+    def changes(self) -> ChangeStream[list[Participant]]:
         """The group now, and again after every change, as :meth:`participants` reads it.
 
         ``async for members in member.changes():`` yields a fresh list
@@ -532,13 +537,36 @@ class GroupMember:
         skipped: intermediate states may be missed, never the latest one.
 
         One persistent recursive watch on the group path serves an iterator,
-        removed when it ends (``break`` or ``aclose()``; prefer
-        ``async with contextlib.aclosing(member.changes()) as changes:`` to
-        remove it at once). Works before :meth:`start`; ends once the member
-        is closed or the client closes; raises MemberIdInUseError when another
-        session takes our id. Outages are ridden out, however long.
+        removed when it ends (``aclose()``, or ``async with member.changes() as
+        changes:`` to remove it when the block ends). Works before
+        :meth:`start`; ends once the member is closed or the client closes;
+        raises MemberIdInUseError when another session takes our id. Outages
+        are ridden out, however long.
         """
-        return self._changes()
+        return ChangeStream(source=self._changes(), name=f"members of {self._group!r}")
+
+    def add_listener(self, callback: Callable[[list[Participant]], object]) -> None:
+        """Call ``callback(participants)`` with the group now and after every change,
+        as :meth:`changes` yields it, from a task of the client (a callback must
+        not block; its errors are logged), until removed or the member closes."""
+        self._listeners.add_listener(callback, self._node)
+        if self._follower is None or self._follower.done():
+            self._follower = self._client.start_background(
+                self._follow(), name=f"aiocoord-group-listeners {self._node}"
+            )
+
+    def remove_listener(self, callback: Callable[[list[Participant]], object]) -> None:
+        """Stop calling ``callback``; one that is not registered is ignored."""
+        self._listeners.remove_listener(callback)
+        if not self._listeners.has_listeners and self._follower is not None:
+            self._follower.cancel()  # its stream removes its watch as it ends
+            self._follower = None
+
+    async def _follow(self) -> None:
+        """Feed the listeners from one :meth:`changes` stream, while there are any."""
+        async with self.changes() as changes:
+            async for participants in changes:
+                self._listeners.publish(participants)
 
     async def _changes(self) -> AsyncGenerator[list[Participant], None]:
         client = self._client

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ from ..._exceptions import (
 )
 from ..._session import (
     Broadcast,
+    ChangeStream,
     Client,
     ErrorPolicy,
     Fence,
@@ -203,7 +204,7 @@ class LeaderLatch:
         self._term: _LatchTerm | None = None
         self._contender: Contender | None = None
         self._task: asyncio.Task[Any] | None = None
-        self._changes: Broadcast[bool] = Broadcast()
+        self._changes: Broadcast[bool] = Broadcast(f"leadership of {path!r}")
         self._ended = False
         self._error: BaseException | None = None
 
@@ -447,24 +448,23 @@ class LeaderLatch:
             raise NotOwnerError(f"leader latch {self.path!r} does not lead")
         await self._lost.wait()
 
-    async def changes(self) -> AsyncGenerator[bool, None]:
+    def changes(self) -> ChangeStream[bool]:
         """``has_leadership`` now, then each time it changes; ends when the latch closes.
 
         Raises what ended the latch otherwise (ClientClosedError, or the error of a
         failed background task). Changes are queued until read, none dropped.
         """
-        subscription = self._changes.subscribe()
-        ended = self._ended  # then nothing more comes, and the subscription never ends
-        try:
-            yield self._leader
-            if ended:
-                if self._error is not None:
-                    raise self._error
-                return
-            async for leading in subscription:
-                yield leading
-        finally:
-            await subscription.aclose()
+        return self._changes.subscribe(first=[self._leader])
+
+    def add_listener(self, callback: Callable[[bool], object]) -> None:
+        """Call ``callback(leading)`` each time ``has_leadership`` changes, in order,
+        from the task that changed it (a callback must not block; its errors are
+        logged)."""
+        self._changes.add_listener(callback, self.path)
+
+    def remove_listener(self, callback: Callable[[bool], object]) -> None:
+        """Stop calling ``callback``; one that is not registered is ignored."""
+        self._changes.remove_listener(callback)
 
     def _leading_term(self) -> _LatchTerm:
         term = self._term
