@@ -636,3 +636,32 @@ async def finish_quietly(java: asyncio.subprocess.Process) -> None:
     if java.returncode is None:
         java.kill()
         await java.wait()
+
+
+async def test_listeners_hear_the_group_as_changes_reads_it_until_removed(started) -> None:
+    a, b = await started(2)
+    heard: list[Members] = []
+    changed = asyncio.Event()
+
+    def listener(participants: list[aiocoord.Participant]) -> None:
+        heard.append(by_id(participants))
+        changed.set()
+
+    async def next_heard() -> Members:
+        async with asyncio.timeout(WAIT):
+            await changed.wait()
+        changed.clear()
+        return heard[-1]
+
+    async with GroupMember(a, "/listened", participant_id="a", data=b"1") as member:
+        member.add_listener(listener)
+        assert await next_heard() == {"a": b"1"}  # the group now
+        async with GroupMember(b, "/listened", participant_id="b", data=b"2"):
+            while await next_heard() != {"a": b"1", "b": b"2"}:
+                pass
+        while await next_heard() != {"a": b"1"}:
+            pass
+        member.remove_listener(listener)
+        member.remove_listener(listener)  # not registered: ignored
+        with pytest.raises(TypeError, match="callback"):
+            member.add_listener(None)  # type: ignore[arg-type]

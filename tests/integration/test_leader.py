@@ -810,3 +810,20 @@ async def test_a_latch_closes_even_if_a_step_took_its_cancellation(
             await follower.aclose()
         assert not follower.has_leadership
     assert await children_of(a, "/swallowed") == []
+
+
+async def test_a_latch_tells_its_listeners_and_streams_the_same_changes(started) -> None:
+    a, b = await started(2)
+    first = LeaderLatch(a, "/listened", participant_id="a")
+    second = LeaderLatch(b, "/listened", participant_id="b")
+    heard: list[bool] = []
+    second.add_listener(heard.append)
+    async with first, second:
+        assert await first.wait_leader(timeout=10)
+        async with second.changes() as changes:
+            assert await anext(changes) is False  # now
+            await first.aclose()
+            assert await anext(changes) is True
+        assert await second.wait_leader(timeout=0)
+        second.remove_listener(heard.append)
+    assert heard == [True]  # the close's False came after the listener was removed

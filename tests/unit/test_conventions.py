@@ -12,10 +12,11 @@ returns the offenders as readable strings, and a test asserting it is empty
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Iterator
 from types import ModuleType
 
 import aiocoord
@@ -198,6 +199,210 @@ def test_every_hold_scope_is_the_kits_one() -> None:
             continue
         returns = typing.get_type_hints(member(cls, "hold"))["return"]
         assert (typing.get_origin(returns) or returns) is aiocoord.HoldContext, name
+
+
+# --- 3. timeouts: keyword-only ----------------------------------------------------------------
+
+
+def callables() -> Iterator[tuple[str, Callable[..., object]]]:
+    """``(name, function)`` for every exported function and every public method,
+    ``__init__`` included, of every exported class (exceptions aside: their
+    constructors are the library's own business)."""
+    for name, obj in exported():
+        if inspect.isfunction(obj):
+            yield name, obj
+    for name, cls in public_classes().items():
+        if issubclass(cls, BaseException):
+            continue
+        init = member(cls, "__init__")
+        if inspect.isfunction(init) and init.__module__.startswith("aiocoord"):
+            yield f"{name}.__init__", init
+        for attr, raw in public_members(cls):
+            function = raw.__func__ if isinstance(raw, staticmethod | classmethod) else raw
+            if inspect.isfunction(function):
+                yield f"{name}.{attr}", function
+
+
+def parameters(function: Callable[..., object]) -> list[inspect.Parameter]:
+    return list(inspect.signature(function).parameters.values())
+
+
+def positional_timeouts() -> list[str]:
+    """Parameters named ``timeout`` (or ``*_timeout``) that can be passed by position."""
+    return [
+        f"{name}({p.name})"
+        for name, function in callables()
+        for p in parameters(function)
+        if (p.name == "timeout" or p.name.endswith("_timeout")) and p.kind is not p.KEYWORD_ONLY
+    ]
+
+
+def test_timeout_is_keyword_only_everywhere() -> None:
+    _assert_none(positional_timeouts(), "timeout is keyword-only")
+
+
+# --- 4. node data and identity: one spelling each ------------------------------------------
+
+
+def recipe_constructors() -> Iterator[tuple[str, list[inspect.Parameter]]]:
+    """The constructors that take a client first: the recipes'."""
+    for name, function in callables():
+        if name.endswith(".__init__"):
+            params = parameters(function)[1:]
+            if params and params[0].name == "client":
+                yield name.removesuffix(".__init__"), params
+
+
+OTHER_SPELLINGS = {
+    "member_id": "participant_id",
+    "holder": "participant_id",
+    "holder_id": "participant_id",
+    "identifier": "participant_id",
+    "identity": "participant_id",
+    "node_data": "data",
+    "payload": "data",
+}
+"""Names a recipe constructor must not use for node data or identity: what to say instead."""
+
+
+def data_and_identity_violations() -> list[str]:
+    found = []
+    for name, params in recipe_constructors():
+        for p in params:
+            if p.name in OTHER_SPELLINGS:
+                found.append(f"{name}({p.name}): spell it {OTHER_SPELLINGS[p.name]}")
+            expected = {"data": "bytes | None", "participant_id": "str | None"}.get(p.name)
+            if expected is None:
+                continue
+            if p.kind is not p.KEYWORD_ONLY or p.default is not None:
+                found.append(f"{name}({p.name}): keyword-only, default None")
+            if str(p.annotation).replace("'", "") != expected:
+                found.append(f"{name}({p.name}): annotated {p.annotation}, not {expected}")
+    return found
+
+
+def test_node_data_and_identity_have_one_spelling() -> None:
+    _assert_none(data_and_identity_violations(), "data= and participant_id=, keyword-only")
+
+
+# --- 5. options: explicit keywords on every constructor ----------------------------------
+
+
+def constructors_with_var_keywords() -> list[str]:
+    found = []
+    for name, function in callables():
+        constructor = name.endswith(".__init__") or name == "aiocoord.connect"
+        if constructor and any(p.kind is p.VAR_KEYWORD for p in parameters(function)):
+            found.append(name)
+    return found
+
+
+def test_no_constructor_takes_var_keywords() -> None:
+    _assert_none(constructors_with_var_keywords(), "explicit keyword options, no **options")
+
+
+# --- 6. streams: one ChangeStream, and listeners beside it -----------------------------------
+
+_ASYNC_ITERATORS = (AsyncIterator, AsyncGenerator, AsyncIterable)
+
+
+def returned_type(function: Callable[..., object]) -> object:
+    try:
+        return typing.get_type_hints(function).get("return")
+    except NameError:  # an annotation only a type checker can resolve
+        return inspect.signature(function).return_annotation
+
+
+def returns_a_stream(function: Callable[..., object]) -> bool | None:
+    """True if ``function`` returns a ChangeStream, False if it returns another
+    async iterator, None if neither."""
+    returned = returned_type(function)
+    if isinstance(returned, str):
+        if "ChangeStream" in returned or "PersistentWatch" in returned:
+            return True
+        return False if any(t.__name__ in returned for t in _ASYNC_ITERATORS) else None
+    origin = typing.get_origin(returned) or returned
+    if inspect.isclass(origin):
+        if issubclass(origin, aiocoord.ChangeStream):
+            return True
+        if issubclass(origin, _ASYNC_ITERATORS) or hasattr(origin, "__anext__"):
+            return False
+    return None
+
+
+def stream_violations() -> list[str]:
+    found = []
+    for name, function in callables():
+        if name.rsplit(".", 1)[-1].startswith("_"):
+            continue  # __init__: a constructor is no stream method
+        if returns_a_stream(function) is False:
+            found.append(f"{name} returns {returned_type(function)}, not a ChangeStream")
+    return found
+
+
+def test_every_stream_is_a_change_stream() -> None:
+    _assert_none(stream_violations(), "one change-stream shape: ChangeStream")
+
+
+def missing_listeners() -> list[str]:
+    """Classes with a method returning a stream but no add_listener/remove_listener."""
+    found = []
+    for name, cls in public_classes().items():
+        if issubclass(cls, aiocoord.ChangeStream):
+            continue  # a stream itself
+        streams = [
+            attr
+            for attr, raw in public_members(cls)
+            if inspect.isfunction(raw) and returns_a_stream(raw)
+        ]
+        if streams and not all(
+            inspect.isfunction(member(cls, m)) for m in ("add_listener", "remove_listener")
+        ):
+            found.append(f"{name} ({', '.join(streams)})")
+    return found
+
+
+def test_every_class_with_a_stream_has_listeners() -> None:
+    _assert_none(missing_listeners(), "add_listener/remove_listener beside every stream")
+
+
+def test_the_change_stream_is_an_async_iterator_and_context_manager_with_aclose() -> None:
+    stream = aiocoord.ChangeStream
+    for name in ("__aiter__", "__anext__", "aclose", "__aenter__", "__aexit__"):
+        assert callable(getattr(stream, name, None)), name
+    assert is_async_method(stream.aclose)
+
+
+# --- 7. who is there: one Participant -------------------------------------------------------
+
+OTHER_WHO_NAMES = {"members", "lease_nodes", "candidates", "contenders", "holders"}
+"""Method names a "who is there" method must not have: it is ``participants()``."""
+
+
+def who_is_there_violations() -> list[str]:
+    found = []
+    for name, cls in public_classes().items():
+        for attr, raw in public_members(cls):
+            if not inspect.isfunction(raw):
+                continue
+            if attr in OTHER_WHO_NAMES:
+                found.append(f"{name}.{attr}: call it participants()")
+            if attr == "participants" or (attr == "leader" and member(cls, "participants")):
+                returned = returned_type(raw)
+                wanted = (
+                    list[aiocoord.Participant]
+                    if attr == "participants"
+                    else aiocoord.Participant | None
+                )
+                if returned != wanted:
+                    found.append(f"{name}.{attr} returns {returned}, not {wanted}")
+    return found
+
+
+def test_who_is_there_is_one_participant_type() -> None:
+    _assert_none(who_is_there_violations(), "participants() -> list[Participant]")
+    assert dataclasses.is_dataclass(aiocoord.Participant)
+    assert aiocoord.Participant.__dataclass_params__.frozen  # type: ignore[attr-defined]
 
 
 # --- 8. errors: all exported, no aliases ------------------------------------------------------
