@@ -30,8 +30,8 @@ def _exported() -> Iterator[tuple[str, object]]:
 
 
 def _public_classes() -> dict[str, type]:
-    """Every exported class by its exported name (generic aliases such as
-    ``StateChanges`` unwrapped to their class)."""
+    """Every exported class by its exported name (generic aliases unwrapped to
+    their class)."""
     classes: dict[str, type] = {}
     for name, obj in _exported():
         cls = typing.get_origin(obj) or obj
