@@ -18,6 +18,7 @@ from ._exceptions import CounterOverflowError as CounterOverflowError
 from ._exceptions import DataInconsistencyError as DataInconsistencyError
 from ._exceptions import DataTooLargeError as DataTooLargeError
 from ._exceptions import DeadlockError as DeadlockError
+from ._exceptions import DetachedAcquireError as DetachedAcquireError
 from ._exceptions import HoldLostError as HoldLostError
 from ._exceptions import InvalidACLError as InvalidACLError
 from ._exceptions import InvalidArgumentError as InvalidArgumentError
@@ -168,6 +169,7 @@ __all__ = [
     "DataTooLargeError",
     "DeadlockError",
     "DelayQueue",
+    "DetachedAcquireError",
     "DoubleBarrier",
     "DoubleBarrierEntry",
     "ErrorPolicy",

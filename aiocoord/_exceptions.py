@@ -25,6 +25,7 @@ __all__ = [
     "DataInconsistencyError",
     "DataTooLargeError",
     "DeadlockError",
+    "DetachedAcquireError",
     "HoldLostError",
     "InvalidACLError",
     "InvalidArgumentError",
@@ -283,6 +284,25 @@ class BarrierBrokenError(CoordinationError):
 
 class DeadlockError(CoordinationError, RuntimeError):
     """The request could never be granted (upgrading a read lock to the write lock)."""
+
+
+class DetachedAcquireError(CoordinationError, RuntimeError):
+    """A lock that belongs to the task that acquires it was acquired by a task that
+    runs nothing but that ``acquire()``: ``asyncio.create_task(lock.acquire())``,
+    ``asyncio.ensure_future``, or ``asyncio.wait_for`` on Python 3.11 (which runs its
+    argument in a task of its own). That task ends as soon as it holds, so nobody could
+    use the lock; it is refused before any node is created.
+    """
+
+    def __init__(self, subject: str):
+        super().__init__(
+            f"{subject}: acquire() ran as a task of its own (asyncio.create_task, "
+            "ensure_future, or asyncio.wait_for on Python 3.11), but the lock belongs to "
+            "the task that acquires it and that task ends when acquire() returns. Await "
+            "acquire() in the task that uses the lock; for a deadline use "
+            "acquire(timeout=...) or asyncio.timeout()"
+        )
+        self.subject = subject
 
 
 # --- input ------------------------------------------------------------------

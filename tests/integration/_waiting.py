@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import aiocoord
 
@@ -35,3 +36,19 @@ async def written(client: aiocoord.Client, count: int = 1) -> None:
             return
         await asyncio.sleep(0)  # the request goes out from another task's next step
     raise AssertionError(f"{client!r} never had {count} requests in flight")
+
+
+def acquiring(lock: Any) -> asyncio.Task[bool]:
+    """A task that waits for ``lock``, for tests that watch, cancel or time a waiter.
+
+    The acquire runs inside a coroutine of this module's: a Mutex's acquire that is a
+    task of its own is refused (DetachedAcquireError), since that task would end as
+    soon as it held the lock. This task ends holding too, and the lock is then
+    released, which is all these tests need.
+    """
+
+    async def acquire() -> bool:
+        result: bool = await lock.acquire()
+        return result
+
+    return asyncio.create_task(acquire())

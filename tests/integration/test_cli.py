@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from _waiting import acquiring
 
 import aiocoord
 from aiocoord.testing import TcpProxy, ZooKeeperTarget, expire_session
@@ -375,7 +376,7 @@ async def test_inspect_shows_a_locks_holder_and_waiter(cli, started, children_re
     holder_client, waiter_client = await started(2)
     holder = aiocoord.Mutex(holder_client, "/x")
     await holder.acquire()
-    waiter = asyncio.create_task(aiocoord.Mutex(waiter_client, "/x").acquire())
+    waiter = acquiring(aiocoord.Mutex(waiter_client, "/x"))
     try:
         await children_reach(holder_client, "/x", 2)
         code, out, _err = await run(cli, "inspect", "/x", "--json")

@@ -10,6 +10,7 @@ import logging
 import anyio
 import pytest
 from _exclusion import Exclusion
+from _waiting import acquiring
 
 import aiocoord
 from aiocoord import ClientClosedError, LockLostError, Mutex
@@ -143,8 +144,8 @@ async def test_the_last_waiter_giving_up_deletes_the_node_queued_for_it(
     held_elsewhere = Mutex(b, "/lock")
     assert await held_elsewhere.acquire()
     lock = Mutex(a, "/lock", local_handoff=10)
-    first = asyncio.create_task(lock.acquire())  # queues our node behind B
-    second = asyncio.create_task(lock.acquire())
+    first = acquiring(lock)  # queues our node behind B
+    second = acquiring(lock)
     await queued_here(lock, 1)
     changes = a.children_changes("/lock")
     async for names in changes:
@@ -224,8 +225,8 @@ async def test_waiters_behind_another_process_get_client_closed_when_the_client_
     held_elsewhere = Mutex(b, "/lock")
     assert await held_elsewhere.acquire()
     lock = Mutex(a, "/lock", local_handoff=10)
-    first = asyncio.create_task(lock.acquire())
-    second = asyncio.create_task(lock.acquire())
+    first = acquiring(lock)
+    second = acquiring(lock)
     await queued_here(lock, 1)
     await a.aclose()
     for task in (first, second):

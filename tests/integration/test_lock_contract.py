@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 from _exclusion import Exclusion
+from _waiting import acquiring
 
 import aiocoord
 from aiocoord import (
@@ -145,7 +146,7 @@ async def test_cancelled_waiter_leaves_no_node_and_the_lock_passes_on(started, m
     holder = make_lock(a, "/lock")
     assert await holder.acquire()
     before = await contender_nodes(a)
-    waiter = asyncio.create_task(make_lock(b, "/lock").acquire())
+    waiter = acquiring(make_lock(b, "/lock"))
     changes = a.children_changes("/lock")
     async for names in changes:  # the waiter is queued
         if names is not None and len(await contender_nodes(a)) > len(before):
@@ -167,7 +168,7 @@ async def test_a_holder_whose_session_expires_learns_it_and_the_lock_passes_on(
     a, b = await started(2)
     holder = make_lock(a, "/lock")
     assert await holder.acquire()
-    waiter = asyncio.create_task(make_lock(b, "/lock").acquire())
+    waiter = acquiring(make_lock(b, "/lock"))
     await expire_session(a)
     with anyio.fail_after(10):
         if isinstance(holder, MultiLock):

@@ -15,11 +15,11 @@ from typing import Any
 import anyio
 import pytest
 from _exclusion import Exclusion
-from _waiting import settle
 
 import aiocoord
 from aiocoord import (
     ConnectionState,
+    DetachedAcquireError,
     MultiLock,
     Mutex,
     NotOwnerError,
@@ -334,10 +334,15 @@ async def test_semaphore_zero_timeout(started) -> None:
 async def test_a_lock_acquired_by_a_task_that_ends_is_released(
     started, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Item 11: on Python 3.11, ``asyncio.wait_for`` acquires in a task of its own."""
+    """Item 11: a task that ends holding a lock (here one that only acquires) has it
+    released, with a warning."""
     a, b = await started(2)
     lock = Mutex(a, "/orphan")
-    await asyncio.create_task(lock.acquire())  # the acquiring task ends holding it
+
+    async def take() -> bool:
+        return await lock.acquire()
+
+    assert await asyncio.create_task(take())  # the acquiring task ends holding it
     with pytest.raises(NotOwnerError, match="wait_for"):
         await lock.release()
     with anyio.fail_after(10):
@@ -348,20 +353,82 @@ async def test_a_lock_acquired_by_a_task_that_ends_is_released(
     assert "ended while holding the lock" in caplog.text
 
 
-@pytest.mark.skipif(not WAIT_FOR_WRAPS_IN_A_TASK, reason=_WAIT_FOR_311_ONLY)
-async def test_wait_for_on_an_acquire_does_not_leave_the_lock_held_forever(
-    started,
+def _task_owned_locks(client: aiocoord.Client) -> dict[str, Any]:
+    """Every lock that belongs to the task that acquires it, on ``/detached``."""
+    rw = ReadWriteLock(client, "/detached")
+    return {
+        "mutex": Mutex(client, "/detached"),
+        "read": rw.read_lock,
+        "write": rw.write_lock,
+        "multi": MultiLock([Mutex(client, "/detached")]),
+    }
+
+
+def _refused(error: DetachedAcquireError) -> None:
+    assert isinstance(error, aiocoord.CoordinationError)
+    assert isinstance(error, RuntimeError)
+    assert "acquire(timeout=...)" in str(error)
+    assert "asyncio.timeout()" in str(error)
+
+
+@pytest.mark.parametrize("kind", ["mutex", "read", "write", "multi"])
+@pytest.mark.parametrize("spawn", ["create_task", "ensure_future", "task_group", "try_acquire"])
+async def test_an_acquire_that_is_all_its_task_runs_is_refused_before_any_node(
+    started, children_of, kind: str, spawn: str
 ) -> None:
+    """The task would end as soon as it holds, and the lock with it: whoever awaited
+    the task would think it held the lock. Refused before anything is written."""
     a, b = await started(2)
+    lock = _task_owned_locks(a)[kind]
+    with pytest.raises(DetachedAcquireError) as raised:
+        if spawn == "create_task":
+            await asyncio.create_task(lock.acquire())
+        elif spawn == "ensure_future":
+            await asyncio.ensure_future(lock.acquire(timeout=5))
+        elif spawn == "try_acquire":
+            await asyncio.create_task(lock.try_acquire())
+        else:
+            try:
+                async with asyncio.TaskGroup() as group:
+                    group.create_task(lock.acquire())
+            except* DetachedAcquireError as group_error:
+                raise group_error.exceptions[0] from None
+    _refused(raised.value)
+    assert await children_of(a, "/detached") == []
+    assert not lock.is_held
+    async with Mutex(b, "/detached").hold(timeout=10):  # nobody holds it
+        pass
+
+
+@pytest.mark.skipif(not WAIT_FOR_WRAPS_IN_A_TASK, reason=_WAIT_FOR_311_ONLY)
+async def test_wait_for_on_an_acquire_is_refused(started, children_of) -> None:
+    """Python 3.11's wait_for runs the acquire in a task of its own: refused, loudly,
+    instead of returning True for a lock released as that task ends."""
+    (a,) = await started(1)
     lock = Mutex(a, "/orphan")
-    assert await asyncio.wait_for(lock.acquire(), 5)
-    other = Mutex(b, "/orphan")
-    with anyio.fail_after(10):
-        assert await other.acquire()
-    await other.release()
-    # The orphan's release runs in the background: its delete let `other` in,
-    # and the task itself ends with the reply that follows.
-    await settle(a)
+    with pytest.raises(DetachedAcquireError) as raised:
+        await asyncio.wait_for(lock.acquire(), 5)
+    _refused(raised.value)
+    assert await children_of(a, "/orphan") == []
+    async with asyncio.timeout(10), lock:  # the fixes the message names work
+        assert lock.is_held
+    assert await lock.acquire(timeout=5)
+    await lock.release()
+
+
+async def test_semaphore_locks_not_bound_to_a_task_may_be_acquired_in_one(started) -> None:
+    """A Semaphore's leases and a SemaphoreMutex's hold do not belong to a task: taken
+    in a task of its own, they are still held, and released from another task."""
+    a, b = await started(2)
+    leases = await asyncio.create_task(Semaphore(a, "/sem", 1).acquire())
+    assert leases is not None and leases[0].is_held
+    await leases[0].release()
+    lock = SemaphoreMutex(a, "/semmutex")
+    assert await asyncio.create_task(lock.acquire())
+    assert lock.is_held
+    assert not await SemaphoreMutex(b, "/semmutex").try_acquire()
+    await lock.release()
+    assert await SemaphoreMutex(b, "/semmutex").acquire(timeout=10)
 
 
 @pytest.mark.skipif(WAIT_FOR_WRAPS_IN_A_TASK, reason=_WAIT_FOR_312_ON)

@@ -8,7 +8,7 @@ import asyncio
 import anyio
 import pytest
 from _exclusion import Exclusion
-from _waiting import written
+from _waiting import acquiring, written
 
 import aiocoord
 from aiocoord import (
@@ -122,7 +122,7 @@ async def test_cancellation_at_every_await_point_leaves_no_node(started, childre
     # cancellation on each await of the acquire path in turn (before the
     # create is sent, while it is in flight, while listing, while watching).
     for steps in range(12):
-        waiter = asyncio.create_task(Mutex(b, "/cancel").acquire())
+        waiter = acquiring(Mutex(b, "/cancel"))
         for _ in range(steps):
             await asyncio.sleep(0)
         waiter.cancel()

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from _exclusion import Exclusion
+from _waiting import acquiring
 
 import aiocoord
 from aiocoord import MultiLock, Mutex, NotOwnerError, Semaphore, SemaphoreMutex
@@ -135,7 +136,7 @@ async def test_multi_lock_rolls_back_on_cancellation(started, children_reach, ch
     blocker = SemaphoreMutex(b, "/c2")
     await blocker.acquire()
     first = Mutex(a, "/c1")
-    task = asyncio.create_task(MultiLock([first, SemaphoreMutex(a, "/c2")]).acquire())
+    task = acquiring(MultiLock([first, SemaphoreMutex(a, "/c2")]))
     await children_reach(a, "/c2/leases", 2)  # first taken, waiting for the second
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -12,14 +12,17 @@ scope that is cancelled on loss.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
+from collections.abc import Callable
+from types import CodeType
 from typing import Any, Generic, Protocol
 
 import anyio
 from typing_extensions import TypeVar
 
 from ..._checks import check_flag
-from ..._exceptions import HoldLostError, NotOwnerError
+from ..._exceptions import DetachedAcquireError, HoldLostError, NotOwnerError
 from ..._session import Client, ConnectionState, ErrorPolicy
 
 __all__ = [
@@ -27,10 +30,12 @@ __all__ = [
     "HoldContext",
     "Holding",
     "LossMonitor",
+    "acquiring_task",
     "current_task",
     "exit_loss_scope",
     "native_cancel_pending",
     "not_owner",
+    "task_owned_acquire",
 ]
 
 log = logging.getLogger("aiocoord")
@@ -170,6 +175,41 @@ def current_task() -> asyncio.Task[Any]:
     task = asyncio.current_task()
     if task is None:
         raise RuntimeError("locks are owned by asyncio tasks: call from within a task")
+    return task
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+# The code of every acquire whose hold belongs to the calling task, and of the
+# methods that only call one (try_acquire).
+_TASK_OWNED_ACQUIRES: set[CodeType] = set()
+
+
+def task_owned_acquire(function: _F) -> _F:
+    """Mark a coroutine function whose hold belongs to the task that calls it (a
+    Mutex's ``acquire``, or a ``try_acquire`` that calls it); see :func:`acquiring_task`."""
+    _TASK_OWNED_ACQUIRES.add(function.__code__)
+    return function
+
+
+def acquiring_task(subject: str) -> asyncio.Task[Any]:
+    """The calling task, which is about to own a hold; called first thing by an
+    acquire marked with :func:`task_owned_acquire`.
+
+    Raises :class:`DetachedAcquireError` if that acquire (with only marked acquires
+    above it) is the task's top-level coroutine: ``create_task(lock.acquire())``,
+    ``ensure_future``, or Python 3.11's ``wait_for``. The task would end holding, the
+    lock would be released as it ends, and whoever awaited it would go on believing it
+    held the lock. The frames tell: a running coroutine's frame links back to the
+    coroutine awaiting it, and the task's own coroutine is at the top.
+    """
+    task = current_task()
+    top = getattr(task.get_coro(), "cr_frame", None)
+    here = inspect.currentframe()
+    frame = here.f_back if here is not None else None  # the acquire that called
+    while frame is not None and frame.f_code in _TASK_OWNED_ACQUIRES:
+        if frame is top:
+            raise DetachedAcquireError(subject)
+        frame = frame.f_back
     return task
 
 

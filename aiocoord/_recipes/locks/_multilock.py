@@ -11,6 +11,7 @@ import anyio
 from ..._checks import check_timeout
 from ..._exceptions import ArgumentTypeError, InvalidArgumentError, NotOwnerError
 from ..._session import Fence
+from .._kit._holding import acquiring_task, task_owned_acquire
 from .._kit._waits import Deadline
 
 __all__ = ["Lockable", "MultiLock"]
@@ -62,12 +63,14 @@ class MultiLock:
                 )
         self._locks = list(locks)
 
+    @task_owned_acquire
     async def acquire(self, *, timeout: float | None = None) -> bool:
         """Take every lock in order; False if ``timeout`` passed first (none kept then).
 
         ``timeout`` bounds the whole acquisition: each lock gets what is left of it.
         """
         timeout = check_timeout(timeout)
+        acquiring_task("MultiLock")
         deadline = Deadline(timeout)
         taken: list[Lockable] = []
         try:
@@ -83,6 +86,7 @@ class MultiLock:
         self._taken.setdefault(asyncio.current_task(), []).append(taken)
         return True
 
+    @task_owned_acquire
     async def try_acquire(self) -> bool:
         """Take every lock if each is free now; never wait."""
         return await self.acquire(timeout=0)

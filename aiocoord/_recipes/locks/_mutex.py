@@ -50,8 +50,10 @@ from .._kit._holding import (
     Hold,
     HoldContext,
     LossMonitor,
+    acquiring_task,
     current_task,
     not_owner,
+    task_owned_acquire,
 )
 from .._kit._participants import Participant
 from ._handoff import MAX_LOCAL_GRANTS, LocalQueue, LockOwner, fencing_token
@@ -228,6 +230,7 @@ class Mutex:
     def _before_acquire(self, task: asyncio.Task[Any]) -> None:
         """Refuse an acquisition that could never be granted."""
 
+    @task_owned_acquire
     async def acquire(self, *, timeout: float | None = None) -> bool:
         """Wait for the lock; False if ``timeout`` seconds passed first.
 
@@ -237,14 +240,16 @@ class Mutex:
         no node behind. Waiting rides out SUSPENDED; if the session is lost
         meanwhile, the wait goes on in the new session, at the back of the queue.
 
-        The lock belongs to the calling task. If that task ends while holding
-        it, the lock is released and a warning logged: on Python 3.11
-        ``asyncio.wait_for(mutex.acquire(), t)`` does that (it runs the
-        acquire in a task of its own), so use ``acquire(timeout=t)``,
-        ``asyncio.timeout()`` or ``anyio.fail_after()`` instead.
+        The lock belongs to the calling task. An acquire that is all its task
+        runs (``asyncio.create_task(mutex.acquire())``, ``ensure_future``, or
+        ``asyncio.wait_for(mutex.acquire(), t)`` on Python 3.11, which runs it in
+        a task of its own) raises :class:`~aiocoord.DetachedAcquireError` before
+        any node is created: use ``acquire(timeout=t)``, ``asyncio.timeout()``
+        or ``anyio.fail_after()``. If a task ends while holding the lock, the
+        lock is released and a warning logged.
         """
         timeout = check_timeout(timeout, path=self.path)
-        task = current_task()
+        task = acquiring_task(f"lock {self.path!r}")
         hold = self._holds.get(task)
         if hold is not None:
             if hold.lost:
@@ -304,6 +309,7 @@ class Mutex:
                     name=f"aiocoord-lock-revocation {contender.node}",
                 )
 
+    @task_owned_acquire
     async def try_acquire(self) -> bool:
         """Take the lock if it is free now (one look at the queue); never wait."""
         return await self.acquire(timeout=0)
