@@ -1,8 +1,11 @@
 """pytest fixtures for testing services against a real ZooKeeper.
 
 Loaded automatically when aiocoord is installed (entry point ``pytest11``);
-nothing starts until a test asks for a fixture. The async fixtures run on
-pytest-asyncio (``pip install aiocoord[pytest]``), in any of its modes.
+nothing starts until a test asks for a fixture. The async fixtures run on the
+event loop of whichever plugin runs the test: pytest-asyncio (``pip install
+aiocoord[pytest]``), in any of its modes, or anyio's own pytest plugin (tests
+marked ``@pytest.mark.anyio`` that pytest-asyncio leaves alone, on anyio's asyncio
+backend), which FastAPI's documentation tells its users to test with.
 
 Where the server is: ``--aiocoord-zk`` on the command line, else the
 ``AIOCOORD_ZK`` environment variable, else the ``aiocoord_zk`` ini setting,
@@ -15,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,15 +37,19 @@ TEST_ROOT = "/aiocoord-tests"
 _OPTION = "--aiocoord-zk"
 _INI = "aiocoord_zk"
 _NEEDS_PYTEST_ASYNCIO = (
-    "aiocoord's async fixtures run on pytest-asyncio: `pip install aiocoord[pytest]` "
-    "(or pytest-asyncio), and run async tests under it (asyncio_mode = auto, or "
-    "@pytest.mark.asyncio)"
+    "aiocoord's async fixtures run on pytest-asyncio or on anyio's pytest plugin: "
+    "`pip install aiocoord[pytest]` (or pytest-asyncio) and run async tests under it "
+    "(asyncio_mode = auto, or @pytest.mark.asyncio), or mark them @pytest.mark.anyio"
 )
-_NOT_UNDER_ANYIO = (
-    "aiocoord's async fixtures run on pytest-asyncio's event loop, and a test marked "
-    "for anyio's plugin runs on another: mark it @pytest.mark.asyncio instead "
-    "(aiocoord itself works under anyio's asyncio backend; only the fixtures need "
-    "pytest-asyncio)"
+_TWO_LOOPS = (
+    "pytest-asyncio's auto mode runs this test, marked for anyio, on its own event loop, "
+    "while anyio's plugin runs every async fixture on another: set asyncio_mode = strict "
+    "(anyio's plugin then runs the test, and aiocoord's fixtures follow it), or mark the "
+    "test @pytest.mark.asyncio instead"
+)
+_ASYNCIO_ONLY = (
+    "aiocoord runs on asyncio (anyio's asyncio backend included), not on anyio's "
+    "{backend!r} backend: give this test the anyio_backend 'asyncio'"
 )
 
 
@@ -104,44 +111,113 @@ def zookeeper(
     return ZooKeeperTarget(shared.connect_string, namespace, shared)
 
 
-def _async_fixture(request: pytest.FixtureRequest, name: str) -> Any:
-    """The async fixture ``name``, run by pytest-asyncio, or a clear failure saying
-    what is missing (instead of "fixture not found" or a loop mismatch)."""
-    if "anyio_backend" in request.fixturenames:
-        pytest.fail(_NOT_UNDER_ANYIO, pytrace=False)
+def _runs_on_anyio(request: pytest.FixtureRequest) -> bool:
+    """Whether anyio's plugin runs this test (and so its event loop), not pytest-asyncio.
+
+    pytest-asyncio marks the tests it runs ``asyncio`` (in auto mode every async test,
+    those marked for anyio too); anyio's plugin runs those that ask for ``anyio_backend``
+    (its ``anyio`` mark does) and that pytest-asyncio left alone.
+    """
+    anyio = "anyio_backend" in request.fixturenames
+    if request.node.get_closest_marker("asyncio") is not None:
+        if anyio:  # anyio's plugin would take the async fixture to its own loop
+            pytest.fail(_TWO_LOOPS, pytrace=False)
+        return False
+    return anyio
+
+
+def _async_fixture(
+    request: pytest.FixtureRequest,
+    asyncio_fixture: str,
+    body: Callable[..., AsyncGenerator[Any, None]],
+    **kwargs: Any,
+) -> Iterator[Any]:
+    """Run the async generator ``body(**kwargs)`` as a fixture on the test's event loop:
+    anyio's test runner's, or pytest-asyncio's (through its fixture ``asyncio_fixture``,
+    the same body). Fails with a clear message (not "fixture not found" or a loop
+    mismatch) when neither can run it."""
+    if _runs_on_anyio(request):
+        from anyio.pytest_plugin import extract_backend_and_options, get_runner
+
+        backend, options = extract_backend_and_options(request.getfixturevalue("anyio_backend"))
+        if backend != "asyncio":
+            pytest.fail(_ASYNCIO_ONLY.format(backend=backend), pytrace=False)
+        with get_runner(backend, options) as runner:
+            yield from runner.run_asyncgen_fixture(body, kwargs)
+        return
     if _pytest_asyncio is None or not request.config.pluginmanager.hasplugin("asyncio"):
         pytest.fail(_NEEDS_PYTEST_ASYNCIO, pytrace=False)
-    return request.getfixturevalue(name)
+    yield request.getfixturevalue(asyncio_fixture)
+
+
+async def _coord(zookeeper: ZooKeeperTarget) -> AsyncGenerator[Client, None]:
+    from .. import connect
+
+    async with connect(zookeeper.connect_string, namespace=zookeeper.namespace) as client:
+        yield client
+    async with connect(zookeeper.connect_string) as cleaner:
+        await cleaner.delete_recursive(zookeeper.namespace)
+
+
+async def _coord_factory(
+    zookeeper: ZooKeeperTarget,
+) -> AsyncGenerator[Callable[..., Awaitable[Client]], None]:
+    from .. import connect
+
+    made: list[Client] = []
+
+    async def make(**options: Any) -> Client:
+        options.setdefault("namespace", zookeeper.namespace)
+        client = connect(zookeeper.connect_string, **options)
+        made.append(client)
+        await client.start()
+        return client
+
+    try:
+        yield make
+    finally:
+        for client in made:
+            await client.aclose()
+
+
+async def _private_zookeeper() -> AsyncGenerator[ZooKeeperServer, None]:
+    async with ZooKeeperServer() as server:
+        yield server
+
+
+async def _zookeeper_ensemble() -> AsyncGenerator[ZooKeeperEnsemble, None]:
+    async with ZooKeeperEnsemble(3) as ensemble:
+        yield ensemble
 
 
 @pytest.fixture
-def coord(request: pytest.FixtureRequest) -> Client:
-    """A connected :class:`aiocoord.Client` in this test's namespace (emptied afterwards)."""
-    client: Client = _async_fixture(request, "_aiocoord_coord")
-    return client
+def coord(request: pytest.FixtureRequest, zookeeper: ZooKeeperTarget) -> Iterator[Client]:
+    """A started :class:`aiocoord.Client` in this test's namespace (emptied afterwards)."""
+    yield from _async_fixture(request, "_aiocoord_coord", _coord, zookeeper=zookeeper)
 
 
 @pytest.fixture
-def coord_factory(request: pytest.FixtureRequest) -> Callable[..., Client]:
-    """``coord_factory(**options)``: more clients (one per simulated process) in this
-    test's namespace, not yet started (``async with`` or ``await start()``), all
-    closed at teardown; ``options`` as for :func:`aiocoord.connect`."""
-    factory: Callable[..., Client] = _async_fixture(request, "_aiocoord_coord_factory")
-    return factory
+def coord_factory(
+    request: pytest.FixtureRequest, zookeeper: ZooKeeperTarget
+) -> Iterator[Callable[..., Awaitable[Client]]]:
+    """``await coord_factory(**options)``: one more started client (one per simulated
+    process) in this test's namespace, as ``coord`` is; all closed at teardown.
+    ``options`` as for :func:`aiocoord.connect`."""
+    yield from _async_fixture(
+        request, "_aiocoord_coord_factory", _coord_factory, zookeeper=zookeeper
+    )
 
 
 @pytest.fixture
-def private_zookeeper(request: pytest.FixtureRequest) -> ZooKeeperServer:
+def private_zookeeper(request: pytest.FixtureRequest) -> Iterator[ZooKeeperServer]:
     """A standalone server for this test alone: stop, kill, pause or wipe it at will."""
-    server: ZooKeeperServer = _async_fixture(request, "_aiocoord_private_zookeeper")
-    return server
+    yield from _async_fixture(request, "_aiocoord_private_zookeeper", _private_zookeeper)
 
 
 @pytest.fixture
-def zookeeper_ensemble(request: pytest.FixtureRequest) -> ZooKeeperEnsemble:
+def zookeeper_ensemble(request: pytest.FixtureRequest) -> Iterator[ZooKeeperEnsemble]:
     """A 3-member ensemble for this test alone."""
-    ensemble: ZooKeeperEnsemble = _async_fixture(request, "_aiocoord_zookeeper_ensemble")
-    return ensemble
+    yield from _async_fixture(request, "_aiocoord_zookeeper_ensemble", _zookeeper_ensemble)
 
 
 try:
@@ -149,42 +225,26 @@ try:
 except ImportError:  # the fixtures above then fail with an install hint
     _pytest_asyncio = None  # type: ignore[assignment]
 else:
+    # The same bodies, for pytest-asyncio to run on its loop.
 
     @_pytest_asyncio.fixture
     async def _aiocoord_private_zookeeper() -> AsyncIterator[ZooKeeperServer]:
-        async with ZooKeeperServer() as server:
+        async for server in _private_zookeeper():
             yield server
 
     @_pytest_asyncio.fixture
     async def _aiocoord_zookeeper_ensemble() -> AsyncIterator[ZooKeeperEnsemble]:
-        async with ZooKeeperEnsemble(3) as ensemble:
+        async for ensemble in _zookeeper_ensemble():
             yield ensemble
 
     @_pytest_asyncio.fixture
     async def _aiocoord_coord_factory(
         zookeeper: ZooKeeperTarget,
-    ) -> AsyncIterator[Callable[..., Client]]:
-        from .. import connect
-
-        made: list[Client] = []
-
-        def make(**options: Any) -> Client:
-            options.setdefault("namespace", zookeeper.namespace)
-            client = connect(zookeeper.connect_string, **options)
-            made.append(client)
-            return client
-
-        try:
-            yield make
-        finally:
-            for client in made:
-                await client.aclose()
+    ) -> AsyncIterator[Callable[..., Awaitable[Client]]]:
+        async for factory in _coord_factory(zookeeper):
+            yield factory
 
     @_pytest_asyncio.fixture
     async def _aiocoord_coord(zookeeper: ZooKeeperTarget) -> AsyncIterator[Client]:
-        from .. import connect
-
-        async with connect(zookeeper.connect_string, namespace=zookeeper.namespace) as client:
+        async for client in _coord(zookeeper):
             yield client
-        async with connect(zookeeper.connect_string) as cleaner:
-            await cleaner.delete_recursive(zookeeper.namespace)
