@@ -20,8 +20,8 @@ import contextlib
 import itertools
 import os
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal, Protocol, TypeVar, Unpack
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, Literal, Protocol, TypeVar, Unpack
 
 import anyio
 
@@ -87,6 +87,14 @@ class Nodes(Protocol):
     async def children(self, path: str) -> list[str]: ...
     async def exists(self, path: str) -> Stat | None: ...
     async def delete(self, path: str, *, version: int = -1, recursive: bool = False) -> None: ...
+    async def wait_connected(self, *, timeout: float | None = None) -> bool: ...
+    def start_background(
+        self,
+        coro: Coroutine[Any, Any, object],
+        *,
+        name: str,
+        on_error: Callable[[BaseException], object] | None = None,
+    ) -> asyncio.Task[Any]: ...
 
 
 def _is_connection_loss(error: BaseException) -> bool:
@@ -235,6 +243,8 @@ class OwnNode:
         """The created node's Stat, once known."""
         self._sent = False
         """Whether a create may have reached the server (else there is nothing to find)."""
+        self._sent_in = 0
+        """The session the last create went out in."""
 
     @property
     def created(self) -> bool:
@@ -263,7 +273,7 @@ class OwnNode:
     async def _attempt(self, list_children: bool) -> list[str] | None:
         client = self._client
         while True:
-            session = client.session_id
+            session = self._sent_in = client.session_id
             try:
                 pipeline = client.pipeline().create(self.target, self._data, **self._options)
                 if list_children:
@@ -312,18 +322,59 @@ class OwnNode:
         """
         if self.path is None and not self._sent:
             return
+        done = False
+        path = self.path
 
         async def delete() -> None:
-            path = self.path
-            if path is None:
-                found = await retry_on_connection_loss(
-                    self._client, lambda: find_protected(self._client, self.parent, self.marker)
-                )
-                path = found[0] if found is not None else None
-            if path is not None:
-                await delete_quietly(self._client, path)
+            nonlocal done
+            await self._delete_now(path)
+            done = True
 
         await run_cleanup(self._client, delete)
+        if not done:
+            self._delete_later(path)
         self.path = None
         self.stat = None
         self._sent = False
+
+    async def _delete_now(self, path: str | None) -> None:
+        """Delete ``path``, or the node found by our marker if it is not known."""
+        if path is None:
+            found = await retry_on_connection_loss(
+                self._client, lambda: find_protected(self._client, self.parent, self.marker)
+            )
+            path = found[0] if found is not None else None
+        if path is not None:
+            await delete_quietly(self._client, path)
+
+    def _delete_later(self, path: str | None) -> None:
+        """The bounded delete gave up (ZooKeeper out of reach for longer than the
+        bound): delete the node in the background once ZooKeeper answers again,
+        for as long as the client lives (Curator's guaranteed delete). Else a
+        node whose create the server applied before it went away would stand
+        when it comes back: an ephemeral one too, since a restarted server lets
+        its sessions reconnect. An ephemeral node whose session ended is gone."""
+        client = self._client
+        ephemeral = bool(self._options.get("ephemeral"))
+        # The session owning the node: its Stat says, or else the one its create went out in.
+        session = self.stat.ephemeral_owner if self.stat is not None else self._sent_in
+
+        async def later() -> None:
+            while True:
+                try:
+                    await client.wait_connected()
+                except ClientClosedError:
+                    return  # the session ends with the client
+                if ephemeral and client.session_id != session:
+                    return  # the node went with its session
+                try:
+                    await self._delete_now(path)
+                    return
+                except (SessionExpiredError, ConnectionLossError):
+                    continue  # wait for ZooKeeper (or the new session) and look again
+
+        coro = later()
+        try:
+            client.start_background(coro, name=f"aiocoord-delete-later {self.target}")
+        except RuntimeError:  # the client is closing: its session ends, and our node with it
+            coro.close()
