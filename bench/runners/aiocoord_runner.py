@@ -69,7 +69,7 @@ async def _clients(connect: str, count: int) -> AsyncIterator[list[aiocoord.Clie
         await asyncio.gather(*(client.start() for client in clients))
         yield clients
     finally:
-        await asyncio.gather(*(client.close() for client in clients))
+        await asyncio.gather(*(client.aclose() for client in clients))
 
 
 async def _mutex(args: RunArgs) -> Result:
