@@ -25,21 +25,24 @@ def _module_name(path: Path) -> str:
 MODULES = {_module_name(p): p for p in ROOT.rglob("*.py")}
 
 
+def _import_target(name: str, node: ast.ImportFrom) -> str:
+    """The absolute module a ``from ... import`` in module ``name`` reads from."""
+    if not node.level:
+        return node.module or ""
+    package = name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
+    base = package.split(".")
+    base = base[: len(base) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def _imports(name: str) -> set[str]:
     """Every aiocoord module ``name`` imports (also under TYPE_CHECKING)."""
-    path = MODULES[name]
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(MODULES[name].read_text())):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith("aiocoord"))
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = _import_target(name, node)
             if not target.startswith("aiocoord"):
                 continue
             # ``from . import _zk`` imports the submodule, not the package's __init__.
@@ -194,16 +197,10 @@ def test_no_module_imports_another_modules_private_names() -> None:
     needs gets a name without the underscore (and a place both can use)."""
     offenders = []
     for name, path in MODULES.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.ImportFrom):
                 continue
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = _import_target(name, node)
             if not target.startswith("aiocoord"):
                 continue
             for alias in node.names:
