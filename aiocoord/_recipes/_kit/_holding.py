@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import CodeType
 from typing import Any, Generic, Protocol
 
@@ -22,13 +22,20 @@ import anyio
 from typing_extensions import TypeVar
 
 from ..._checks import check_flag
-from ..._exceptions import DetachedAcquireError, HoldLostError, NotOwnerError
+from ..._exceptions import (
+    DetachedAcquireError,
+    HoldLostError,
+    LockLostError,
+    NotOwnerError,
+    OperationTimeoutError,
+)
 from ..._session import Client, ConnectionState, ErrorPolicy
 
 __all__ = [
     "Hold",
     "HoldContext",
     "Holding",
+    "LockHolding",
     "LossMonitor",
     "acquiring_task",
     "current_task",
@@ -247,6 +254,40 @@ class Holding(Protocol[T_co]):
     def lost_error(self, reason: str) -> HoldLostError:
         """The error leaving the block after a loss raises."""
         ...
+
+
+class LockHolding:
+    """A task-owned lock's side of :class:`HoldContext` (Mutex and its read-write
+    sides, SemaphoreMutex): acquire within the timeout, watch the calling task's
+    hold, release."""
+
+    def __init__(
+        self,
+        path: str,
+        timeout: float | None,
+        *,
+        acquire: Callable[..., Awaitable[bool]],
+        release: Callable[[], Awaitable[None]],
+        caller_hold: Callable[[], Hold | None],
+    ) -> None:
+        self.path = path
+        self._timeout = timeout
+        self._acquire = acquire
+        self._release = release
+        self._caller_hold = caller_hold
+
+    async def take_hold(self) -> tuple[None, Hold]:
+        if not await self._acquire(timeout=self._timeout):
+            raise OperationTimeoutError(f"could not acquire {self.path!r} in {self._timeout} s")
+        hold = self._caller_hold()
+        assert hold is not None
+        return None, hold
+
+    async def end_hold(self, hold: Hold, *, completed: bool) -> None:
+        await self._release()
+
+    def lost_error(self, reason: str) -> HoldLostError:
+        return LockLostError(self.path, reason)
 
 
 class HoldContext(Generic[T]):

@@ -15,12 +15,10 @@ from ..._checks import check_bytes, check_flag, check_int, check_recipe_acl, che
 from ..._exceptions import (
     ClientClosedError,
     DeadlockError,
-    HoldLostError,
     InvalidArgumentError,
     LockLostError,
     NoConnectionError,
     NoNodeError,
-    OperationTimeoutError,
     SessionExpiredError,
 )
 from ..._session import (
@@ -49,6 +47,7 @@ from .._kit._contenders import (
 from .._kit._holding import (
     Hold,
     HoldContext,
+    LockHolding,
     LossMonitor,
     acquiring_task,
     current_task,
@@ -385,7 +384,13 @@ class Mutex:
         Raises OperationTimeoutError if ``timeout`` passes before the lock is had,
         and LockLostError on leaving the block after a loss.
         """
-        holding = _MutexHolding(self, check_timeout(timeout, path=self.path))
+        holding = LockHolding(
+            self.path,
+            check_timeout(timeout, path=self.path),
+            acquire=self.acquire,
+            release=self.release,
+            caller_hold=self._hold_of_caller,
+        )
         return HoldContext(holding, cancel_on_loss=cancel_on_loss)
 
     # --- local state ------------------------------------------------------------------
@@ -553,29 +558,6 @@ class Mutex:
     def _rule_for(self, name: str) -> Rule:
         """The rule that decides whether the contender ``name`` holds."""
         return self._mutex_rule
-
-
-class _MutexHolding:
-    """A Mutex's side of :class:`HoldContext`."""
-
-    def __init__(self, mutex: Mutex, timeout: float | None) -> None:
-        self._mutex = mutex
-        self._timeout = timeout
-        self.path = mutex.path
-
-    async def take_hold(self) -> tuple[None, Hold]:
-        mutex = self._mutex
-        if not await mutex.acquire(timeout=self._timeout):
-            raise OperationTimeoutError(f"could not acquire {self.path!r} in {self._timeout} s")
-        hold = mutex._hold_of_caller()
-        assert hold is not None
-        return None, hold
-
-    async def end_hold(self, hold: Hold, *, completed: bool) -> None:
-        await self._mutex.release()
-
-    def lost_error(self, reason: str) -> HoldLostError:
-        return LockLostError(self.path, reason)
 
 
 class _SideOfReadWriteLock(Mutex):

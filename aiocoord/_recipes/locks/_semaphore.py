@@ -41,7 +41,7 @@ from ..._session import (
 from ..._types import ACL
 from .._kit._args import default_node_data, recipe_path
 from .._kit._contenders import sort_contenders
-from .._kit._holding import Hold, HoldContext, LossMonitor, current_task
+from .._kit._holding import Hold, HoldContext, LockHolding, LossMonitor, current_task
 from .._kit._participants import Participant
 from .._kit._waits import Deadline
 from ._mutex import Mutex
@@ -146,27 +146,6 @@ class _LeaseHolding:
 
     async def end_hold(self, hold: Hold, *, completed: bool) -> None:
         await self._lease.release()
-
-    def lost_error(self, reason: str) -> HoldLostError:
-        return LockLostError(self.path, reason)
-
-
-class _SemaphoreMutexHolding:
-    """A SemaphoreMutex's side of :class:`HoldContext`."""
-
-    def __init__(self, lock: SemaphoreMutex, timeout: float | None) -> None:
-        self._lock = lock
-        self._timeout = timeout
-        self.path = lock.path
-
-    async def take_hold(self) -> tuple[None, Hold]:
-        lock = self._lock
-        if not await lock.acquire(timeout=self._timeout):
-            raise OperationTimeoutError(f"could not acquire {self.path!r} in {self._timeout} s")
-        return None, lock._caller_lease_or_raise()
-
-    async def end_hold(self, hold: Hold, *, completed: bool) -> None:
-        await self._lock.release()
 
     def lost_error(self, reason: str) -> HoldLostError:
         return LockLostError(self.path, reason)
@@ -490,7 +469,13 @@ class SemaphoreMutex:
     def hold(self, *, cancel_on_loss: bool = True, timeout: float | None = None) -> HoldContext:
         """``async with lock.hold():`` run a block that is cancelled if the lock is lost
         (as :meth:`Mutex.hold`)."""
-        holding = _SemaphoreMutexHolding(self, check_timeout(timeout, path=self.path))
+        holding = LockHolding(
+            self.path,
+            check_timeout(timeout, path=self.path),
+            acquire=self.acquire,
+            release=self.release,
+            caller_hold=self._caller_lease_or_raise,
+        )
         return HoldContext(holding, cancel_on_loss=cancel_on_loss)
 
     async def __aenter__(self) -> SemaphoreMutex:
