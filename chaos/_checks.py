@@ -591,8 +591,9 @@ def _barrier(history: History, verdict: Verdict) -> None:
     """Nobody passed enter before ``members`` participants had entered, in every
     round: for each successful enter there is a moment between its start and its
     end at which ``members`` attempts were in (from their enter's start until they
-    began to leave, or gave up; one that gave up because its session was lost
-    may be counted by the others for one more session timeout)."""
+    began to leave, or gave up; one that gave up because its session was lost,
+    or on a timeout while its client was disconnected, may be counted by the
+    others for one more session timeout)."""
     members = int(history.meta.get("members", 0))
     session_timeout = float(history.meta.get("session_timeout", 0))
     enters = history.of("barrier", "enter")
@@ -606,10 +607,12 @@ def _barrier(history: History, verdict: Verdict) -> None:
                 end = leave.invoke
         elif enter.complete is not None:
             end = enter.complete
-            if _session_lost(enter):
-                # The client gave its session up; the server may keep it (and
-                # our node, which the others count) up to a session timeout
-                # longer, as after a leader change that restarts its clock.
+            if _session_lost(enter) or enter.error == "timeout-disconnected":
+                # The client gave its session up, or gave up while cut off and
+                # left its node to a delete that runs once ZooKeeper is back;
+                # either way the server may keep the node (which the others
+                # count) up to a session timeout longer, as after a leader
+                # change that restarts its clock.
                 end += session_timeout
         spans.append((enter.invoke, end))
     passed = [e for e in enters if e.status == "ok" and e.complete is not None]

@@ -975,9 +975,21 @@ class Worker:
 
     # --- double barrier -------------------------------------------------------------------
 
-    async def barrier_enter(self, barrier: DoubleBarrier) -> Outcome:
-        """Enter, giving up at once when the run stops (the others stop coming)."""
-        entering = asyncio.ensure_future(barrier.enter(timeout=BARRIER_TIMEOUT))
+    async def barrier_enter(self, barrier: DoubleBarrier, client: aiocoord.Client) -> Outcome:
+        """Enter, giving up at once when the run stops (the others stop coming).
+
+        An enter that times out while its client is disconnected leaves its node
+        to a background delete that lands once ZooKeeper is back, and the others
+        count that node until then: recorded as ``timeout-disconnected`` so the
+        check knows. The state is read in the entering task, right after the
+        enter returns, with no await in between, so it is the state the recipe
+        decided on."""
+
+        async def enter() -> tuple[bool, bool]:
+            entered = await barrier.enter(timeout=BARRIER_TIMEOUT)
+            return entered, client.connected
+
+        entering = asyncio.ensure_future(enter())
         stopped = asyncio.ensure_future(self.stopping.wait())
         try:
             await asyncio.wait({entering, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -989,10 +1001,12 @@ class Worker:
                 await entering
             return Outcome("fail", "stopped")
         try:
-            entered = entering.result()
+            entered, connected = entering.result()
         except CoordinationError as error:
             return Outcome("fail", _name(error))
-        return Outcome("ok") if entered else Outcome("fail", "timeout")
+        if entered:
+            return Outcome("ok")
+        return Outcome("fail", "timeout" if connected else "timeout-disconnected")
 
     @staticmethod
     async def barrier_leave(barrier: DoubleBarrier) -> Outcome:
@@ -1011,7 +1025,7 @@ class Worker:
                 client, BARRIER, self.config.members, data=f"{self.name}/{attempt}".encode()
             )
             entered = await self.op(
-                "barrier", "enter", lambda _op: self.barrier_enter(barrier), attempt=attempt
+                "barrier", "enter", lambda _op: self.barrier_enter(barrier, client), attempt=attempt
             )
             if entered.status != "ok":
                 return

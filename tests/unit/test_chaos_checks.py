@@ -923,8 +923,10 @@ def test_a_group_not_read_at_the_end_fails() -> None:
 def test_an_enter_given_up_with_its_session_may_still_count_for_the_others() -> None:
     """w2's client declared its session lost and gave up at t=1.0; the server may
     keep that session, and w2's node, up to a session timeout longer, so w0 and
-    w1 passing at t=1.2 with it counted is no violation. Given up on a timeout,
-    w2's node was gone: the two passed alone."""
+    w1 passing at t=1.2 with it counted is no violation; so is one given up on a
+    timeout while its client was cut off (its node's delete waits for
+    ZooKeeper). Given up on a timeout while connected, w2's node was gone: the
+    two passed alone."""
     check = next(c for c in CHECKS if c.name == "barrier.enter")
 
     def judged(error: str) -> Verdict:
@@ -943,6 +945,7 @@ def test_an_enter_given_up_with_its_session_may_still_count_for_the_others() -> 
         "the session owning our node was lost while entering"
     )
     assert judged(lost).passed
+    assert judged("timeout-disconnected").passed
     assert not judged("timeout").passed
 
 

@@ -299,6 +299,11 @@ class DoubleBarrier:
         barrier.enter(timeout=t):`` runs its block between entering and leaving
         (see :class:`DoubleBarrierEntry`). Entering again before leaving is a
         RuntimeError.
+
+        An enter that gives up deletes its node before it returns when
+        ZooKeeper is reachable; while the client is disconnected the delete
+        waits for the connection (or the session's expiry), and until then the
+        other participants still count this one.
         """
         return DoubleBarrierEntry(self, timeout=check_timeout(timeout, path=self.path))
 
