@@ -1,7 +1,8 @@
 #!/bin/sh
 # Make sure a ZooKeeper can be launched locally: Debian's zookeeper package and
 # a Java runtime, unless the user brings their own. With WITH_CURATOR=1 also
-# Curator's jars and a JDK (javac), for the interoperability tests.
+# Curator's jars (recipes, and service discovery with the Jackson it needs) and a JDK
+# (javac), for the interoperability tests.
 # ZOOKEEPER_VERSION=3.9 / CURATOR_VERSION=5.7 then add Debian 13's jars on top of
 # Debian 12's (scripts/fetch-zookeeper.sh); 3.8 and 5.4, the defaults, are Debian 12's.
 set -eu
@@ -19,6 +20,8 @@ fi
 command -v java >/dev/null 2>&1 || [ -n "${JAVA_HOME:-}" ] || need="$need default-jre-headless"
 if [ "${WITH_CURATOR:-0}" = 1 ]; then
     [ -f /usr/share/java/curator-recipes.jar ] || need="$need libcurator-recipes-java"
+    # curator-x-discovery.jar; its package depends on Jackson (databind, core, annotations).
+    [ -f /usr/share/java/curator-x-discovery.jar ] || need="$need libcurator-discovery-java"
     command -v javac >/dev/null 2>&1 || need="$need default-jdk-headless"
 fi
 if [ -z "$need" ]; then

@@ -2,8 +2,8 @@
 # Fetch the ZooKeeper and Curator jars that Debian 12 does not ship, from Debian 13
 # (trixie), into the project's own cache (.cache/jars, gitignored):
 #   ZOOKEEPER_VERSION=3.9  libzookeeper-java 3.9.3 (server and Java client)
-#   CURATOR_VERSION=5.7    libcurator-{client,framework,recipes}-java 5.7.1 (+ ZooKeeper 3.9.3,
-#                          the client Curator 5.7 is built against)
+#   CURATOR_VERSION=5.7    libcurator-{client,framework,recipes,discovery}-java 5.7.1 (+ ZooKeeper
+#                          3.9.3, the client Curator 5.7 is built against)
 # 3.8 and 5.4 (the defaults) are Debian 12's own packages: nothing to fetch.
 #
 # The system's apt sources are never changed: apt reads a private sources list (the system's
@@ -12,9 +12,11 @@
 # no root. Cached: once the jars are there, nothing is fetched again.
 #
 # The jars' own dependencies (netty, slf4j, jackson, guava, commons, jetty, ...) are Debian
-# 12's, from the system's zookeeper and libcurator-recipes-java packages (scripts/
-# ensure-zookeeper.sh installs them): 3.9.3's and 5.7.1's manifests name the same jars as
-# 3.8.0's and 5.4.0's, and those are built for the machine's Java. This script checks that
+# 12's, from the system's zookeeper, libcurator-recipes-java and libcurator-discovery-java
+# packages (scripts/ensure-zookeeper.sh installs them): 3.9.3's and 5.7.1's manifests name
+# the same jars as 3.8.0's and 5.4.0's, and those are built for the machine's Java. So
+# curator-x-discovery 5.7.1 runs on Debian 12's Jackson 2.14: it calls only ObjectMapper's
+# long-standing API (checked with javap, and by the interop tests). This script checks that
 # every jar the fetched manifests name is there.
 #
 # Usage: ZOOKEEPER_VERSION=3.9 CURATOR_VERSION=5.7 sh scripts/fetch-zookeeper.sh
@@ -55,8 +57,9 @@ want="zookeeper-$zk.jar zookeeper-jute-$zk.jar"
 packages="libzookeeper-java"
 if [ -n "$curator" ]; then
     want="$want curator-client-$curator.jar curator-framework-$curator.jar"
-    want="$want curator-recipes-$curator.jar"
+    want="$want curator-recipes-$curator.jar curator-x-discovery-$curator.jar"
     packages="$packages libcurator-client-java libcurator-framework-java libcurator-recipes-java"
+    packages="$packages libcurator-discovery-java"
 fi
 
 have_all() {
@@ -120,7 +123,7 @@ import sys
 import zipfile
 
 ours = {"zookeeper.jar", "zookeeper-jute.jar", "curator-client.jar", "curator-framework.jar",
-        "curator-recipes.jar", "jline.jar"}
+        "curator-recipes.jar", "curator-x-discovery.jar", "jline.jar"}
 missing = set()
 for jar in sys.argv[1:]:
     with zipfile.ZipFile(jar) as archive:
@@ -137,6 +140,7 @@ EOF
 if [ -n "$missing" ]; then
     echo "jars that ZooKeeper $zk${curator:+ / Curator $curator} needs are missing:" \
         "$missing; run scripts/ensure-zookeeper.sh (with WITH_CURATOR=1 for Curator)," \
-        "which installs Debian 12's zookeeper and libcurator-recipes-java" >&2
+        "which installs Debian 12's zookeeper, libcurator-recipes-java and" \
+        "libcurator-discovery-java" >&2
     exit 1
 fi

@@ -1,7 +1,8 @@
 """Running Apache Curator next to aiocoord, for the interoperability tests.
 
-The Java side is Debian's libcurator-recipes-java: Debian 12's 5.4 (the system's), or
-with ``CURATOR_VERSION=5.7`` Debian 13's 5.7.1 with the ZooKeeper 3.9.3 client it is built
+The Java side is Debian's libcurator-recipes-java and libcurator-discovery-java (service
+discovery, with the Jackson it needs): Debian 12's 5.4 (the system's), or with
+``CURATOR_VERSION=5.7`` Debian 13's 5.7.1 with the ZooKeeper 3.9.3 client it is built
 against (fetched by scripts/fetch-zookeeper.sh, which ``make test`` runs). Every
 ``tests/interop/*.java`` is one small program (its class named as its file) that drives
 one family of Curator recipes on paths a test gives it; they are compiled together, once
@@ -27,7 +28,11 @@ from aiocoord.testing._server import find_versioned_jars
 
 SOURCES = Path(__file__).resolve().parents[1] / "interop"
 JARS = Path("/usr/share/java")
-CLASSPATH_JARS = ["curator-recipes.jar", "slf4j-nop.jar"]
+CLASSPATH_JARS = ["curator-recipes.jar", "curator-x-discovery.jar", "slf4j-nop.jar"]
+# Named though curator-x-discovery's manifest names them, so that a missing one fails
+# compile_harnesses with its name. Curator 5.7.1 too runs on Debian 12's Jackson (2.14):
+# it calls only ObjectMapper's long-standing API and the annotations of 2.x.
+JACKSON_JARS = ["jackson-databind.jar", "jackson-core.jar", "jackson-annotations.jar"]
 ENV_CURATOR_VERSION = "CURATOR_VERSION"
 # Debian 13 pairs Curator 5.7.1 with ZooKeeper 3.9.3; Debian 12 pairs 5.4 with 3.8 (the system's).
 _ZOOKEEPER_CLIENT_FOR = {"5.7": "3.9"}
@@ -38,22 +43,24 @@ def curator_jars() -> list[Path]:
     first: each Debian jar's manifest names the system's unversioned jars, which the JVM
     searches right after it, so the versioned ones must come before."""
     wanted = os.environ.get(ENV_CURATOR_VERSION)
+    jackson = [JARS / j for j in JACKSON_JARS]
     if not wanted:
-        return [JARS / j for j in CLASSPATH_JARS]
+        return [*(JARS / j for j in CLASSPATH_JARS), *jackson]
     short = ".".join(wanted.split(".")[:2])
     client = find_versioned_jars(
         ["zookeeper-jute", "zookeeper"], _ZOOKEEPER_CLIENT_FOR.get(short, "3.8")
     )
     curator = find_versioned_jars(
-        ["curator-client", "curator-framework", "curator-recipes"], wanted
+        ["curator-client", "curator-framework", "curator-recipes", "curator-x-discovery"], wanted
     )
     if client is None or curator is None:
         pytest.fail(
             f"Curator {wanted} ({ENV_CURATOR_VERSION}) or its ZooKeeper client is not in "
             f"{JARS} nor in the jar cache: `make test CURATOR_VERSION=5.7` fetches Debian 13's "
-            "5.7.1 (scripts/fetch-zookeeper.sh); 5.4 is Debian 12's libcurator-recipes-java"
+            "5.7.1 (scripts/fetch-zookeeper.sh); 5.4 is Debian 12's libcurator-recipes-java "
+            "and libcurator-discovery-java"
         )
-    return [*client[1], *curator[1], JARS / "slf4j-nop.jar"]
+    return [*client[1], *curator[1], JARS / "slf4j-nop.jar", *jackson]
 
 
 def compile_harnesses(out: Path) -> str:
@@ -63,7 +70,8 @@ def compile_harnesses(out: Path) -> str:
     javac = shutil.which("javac")
     if missing or javac is None:
         pytest.fail(
-            f"Curator interop needs Debian's libcurator-recipes-java and a JDK "
+            f"Curator interop needs Debian's libcurator-recipes-java, libcurator-discovery-java "
+            "and a JDK "
             f"(missing: {missing or 'javac'}); `make test` installs them"
         )
     libs = ":".join(str(j) for j in jars)
