@@ -78,6 +78,9 @@ from ._recipes.counters import PromotedToLock as PromotedToLock
 from ._recipes.counters import ShardedCounter as ShardedCounter
 from ._recipes.counters import SharedCount as SharedCount
 from ._recipes.counters import VersionedValue as VersionedValue
+from ._recipes.discovery import ServiceDiscovery as ServiceDiscovery
+from ._recipes.discovery import ServiceInstance as ServiceInstance
+from ._recipes.discovery import ServiceType as ServiceType
 from ._recipes.groups import GroupMember as GroupMember
 from ._recipes.leaders import LeaderElection as LeaderElection
 from ._recipes.leaders import LeaderLatch as LeaderLatch
@@ -228,6 +231,9 @@ __all__ = [
     "SemaphoreLease",
     "SemaphoreMutex",
     "ServerOperationTimeoutError",
+    "ServiceDiscovery",
+    "ServiceInstance",
+    "ServiceType",
     "SessionError",
     "SessionErrorPolicy",
     "SessionExpiredError",

@@ -32,6 +32,8 @@ from aiocoord import (
     LeaderLatch,
     NodeCache,
     RecipeClosedError,
+    ServiceDiscovery,
+    ServiceInstance,
     SharedCount,
     TreeCache,
 )
@@ -67,6 +69,15 @@ KINDS = [
     Kind("NodeCache", lambda c: NodeCache(c, BASE), 0, 0, restartable=False),
     Kind("ChildrenCache", lambda c: ChildrenCache(c, BASE), 0, 0, restartable=False),
     Kind("TreeCache", lambda c: TreeCache(c, BASE), 0, 0, restartable=False),
+    # Base "/" makes the service's node BASE itself: the instance is right under it.
+    Kind(
+        "ServiceDiscovery",
+        lambda c: ServiceDiscovery(
+            c, "/", instance=ServiceInstance(name=BASE[1:], id="me", address="h")
+        ),
+        1,
+        0,
+    ),
 ]
 
 

@@ -229,6 +229,11 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
         ("'/group/web-1'", "member=False"),
     ),
     ("TreeCache", lambda client: aiocoord.TreeCache(client, "/config"), ("'/config'", "new")),
+    (
+        "ServiceDiscovery",
+        lambda client: aiocoord.ServiceDiscovery(client, "/services"),
+        ("'/services'", "new", "registered=0"),
+    ),
     ("ChildrenCache", lambda client: aiocoord.ChildrenCache(client, "/hosts"), ("'/hosts'",)),
     ("NodeCache", lambda client: aiocoord.NodeCache(client, "/flag"), ("'/flag'", "nodes=0")),
     (

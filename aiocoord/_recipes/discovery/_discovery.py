@@ -1,0 +1,480 @@
+"""Service discovery on Curator's layout: register instances, list them, look one up.
+
+The layout is Curator's (curator-x-discovery), node for node: an instance is
+``<base>/<name>/<id>`` holding :meth:`ServiceInstance.to_json`; the name's node
+is made as a container when missing (so the server sweeps an empty service
+away). A DYNAMIC instance is an ephemeral node; STATIC and PERMANENT ones are
+persistent.
+
+A :class:`ServiceDiscovery` keeps what it registered: after a reconnection it
+checks its nodes, and after a session expiry it makes its DYNAMIC nodes again,
+with the data of the last :meth:`~ServiceDiscovery.update`. One node per
+instance, whatever the outages: a create whose reply was lost is found (an
+ephemeral node of our own session, or a persistent node holding our data) and
+kept, not made twice.
+
+As in Curator, the last registration of an id wins: a node of that id that
+another session holds is deleted and made again as ours.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from ... import _paths
+from ..._checks import check_recipe_acl
+from ..._exceptions import (
+    ArgumentTypeError,
+    BadVersionError,
+    ClientClosedError,
+    CoordinationError,
+    CorruptValueError,
+    DataTooLargeError,
+    InvalidArgumentError,
+    NodeExistsError,
+    NoNodeError,
+    SessionError,
+    SessionExpiredError,
+)
+from ..._session import (
+    Client,
+    check_client,
+    retry_on_connection_loss,
+    run_cleanup,
+    track_sends,
+)
+from ..._types import ACL
+from .._kit._lifecycle import Lifecycle
+from .._kit._waits import Reconnects
+from ._instance import ServiceInstance, ServiceType, check_node_name
+
+__all__ = ["ServiceDiscovery"]
+
+log = logging.getLogger("aiocoord")
+
+
+@dataclass(eq=False)
+class _Registration:
+    """One instance this object registered: its latest form, and what it writes."""
+
+    instance: ServiceInstance
+    data: bytes
+    path: str
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Serialises the writes to this instance's node (register, update, re-register)."""
+    gone: bool = False
+    """Unregistered: nothing may make its node again."""
+
+    @property
+    def ephemeral(self) -> bool:
+        return self.instance.service_type is ServiceType.DYNAMIC
+
+
+class ServiceDiscovery:
+    """Registers service instances under ``base_path`` and finds them (Curator's
+    ``ServiceDiscovery``, same layout and JSON: Java and Python services find
+    each other).
+
+    ``async with ServiceDiscovery(client, "/services") as discovery:`` then
+    ``await discovery.register(ServiceInstance(name="api", address=host,
+    port=8080))``. The instances it registers are kept while it runs: DYNAMIC
+    ones are made again after a session expiry (with their latest data), and
+    every one is checked after a reconnection. :meth:`aclose` unregisters the
+    DYNAMIC and STATIC instances it registered; PERMANENT ones stay (Curator
+    5.4 deletes those too on close: CURATOR-94). ``instance``, if given, is
+    registered by :meth:`start`, as Curator's ``thisInstance``.
+
+    :meth:`names`, :meth:`instances` and :meth:`instance` read the server at
+    each call, also before :meth:`start` and after :meth:`aclose`.
+
+    ``acl`` (default: the client's ``default_acl``) is the ACL of the instance
+    nodes and of the missing parents made for them.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        base_path: str,
+        *,
+        instance: ServiceInstance | None = None,
+        acl: Sequence[ACL] | None = None,
+    ) -> None:
+        check_client(client, base_path)
+        _paths.validate_path(base_path)
+        if base_path != "/":
+            _paths.check_unreserved(
+                base_path, (client.namespace or "") + base_path, "service discovery"
+            )
+        self._client = client
+        self._base = base_path
+        self._acl = check_recipe_acl(acl, base_path)
+        if instance is not None:
+            self._checked(instance)
+        self._first = instance
+        self._registered: dict[tuple[str, str], _Registration] = {}
+        self._life = Lifecycle(f"service discovery {base_path!r}", self._open, self._shut)
+        self._reconnects = Reconnects(client, self._on_reconnected)
+        self._recheck = asyncio.Event()
+        self._keeper: asyncio.Task[Any] | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"<ServiceDiscovery {getattr(self, '_base', '?')!r} "
+            f"{self._life.phase.value if hasattr(self, '_life') else 'new'} "
+            f"registered={len(getattr(self, '_registered', ()))}>"
+        )
+
+    # --- local state ------------------------------------------------------------------------
+
+    @property
+    def client(self) -> Client:
+        """The client the instances are registered through."""
+        return self._client
+
+    @property
+    def base_path(self) -> str:
+        """The node whose children are the services."""
+        return self._base
+
+    @property
+    def registered(self) -> list[ServiceInstance]:
+        """The instances this object registered and keeps, in their latest form
+        (local state: no round trip)."""
+        return [r.instance for r in self._registered.values() if not r.gone]
+
+    def path_of(self, name: str, instance_id: str | None = None) -> str:
+        """The node of a service (``<base>/<name>``) or of one instance of it."""
+        check_node_name(name, "service name", self._base)
+        path = _paths.join(self._base, name)
+        if instance_id is None:
+            return path
+        check_node_name(instance_id, "instance id", path)
+        return _paths.join(path, instance_id)
+
+    def _checked(self, instance: object) -> tuple[str, bytes]:
+        """Refuse what cannot be registered, before anything is sent; the path and data."""
+        if not isinstance(instance, ServiceInstance):
+            raise ArgumentTypeError("instance", "a ServiceInstance", instance, self._base)
+        path = self.path_of(instance.name, instance.id)
+        if instance.service_type is ServiceType.DYNAMIC_SEQUENTIAL:
+            raise InvalidArgumentError(
+                "service_type",
+                "DYNAMIC_SEQUENTIAL instances are read and listed, not registered: "
+                "their node name is not their id (use DYNAMIC)",
+                path,
+            )
+        data = instance.to_json()
+        limit = self._client.max_data_size
+        if len(data) > limit:
+            raise DataTooLargeError(path, len(data), limit)
+        return path, data
+
+    # --- life cycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start keeping registrations (and register ``instance``, if given).
+
+        RuntimeError if started before, RecipeClosedError once closed (also when
+        :meth:`aclose` comes while this waits). A start that fails leaves
+        nothing registered, and may be tried again.
+        """
+        await self._life.start()
+
+    async def aclose(self) -> None:
+        """Unregister the DYNAMIC and STATIC instances this object registered
+        (PERMANENT ones stay).
+
+        Cancels a :meth:`start` under way. Idempotent, and fine before :meth:`start`.
+        """
+        await self._life.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def _open(self) -> None:
+        self._reconnects.listen()
+        self._keeper = self._client.start_background(
+            self._keep(), name=f"aiocoord-discovery {self._base}"
+        )
+        try:
+            if self._first is not None:
+                await self._register(self._first)
+        except BaseException:
+            await self._stop_keeper()
+            raise
+
+    async def _shut(self, started: bool) -> None:
+        await self._stop_keeper()
+        leaving = [r for r in self._registered.values() if not r.gone]
+        self._registered.clear()
+        for registration in leaving:
+            registration.gone = True
+        owned = [r for r in leaving if r.instance.service_type is not ServiceType.PERMANENT]
+        if owned:
+            await run_cleanup(self._client, lambda: self._delete_all(owned))
+
+    async def _delete_all(self, registrations: list[_Registration]) -> None:
+        for registration in registrations:
+            async with registration.lock:
+                await self._delete_if_ours(registration)
+
+    async def _stop_keeper(self) -> None:
+        self._reconnects.stop()
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            keeper.cancel()
+            await asyncio.wait([keeper])
+
+    def _on_reconnected(self) -> None:
+        self._recheck.set()
+
+    def _check_started(self) -> None:
+        self._life.check_open()
+        if self._keeper is None:
+            raise RuntimeError(f"{self!r} is not started: start it (or use async with) first")
+
+    # --- registering ---------------------------------------------------------------------
+
+    async def register(self, instance: ServiceInstance) -> None:
+        """Register ``instance`` at ``<base>/<name>/<id>`` and keep it until
+        :meth:`unregister` or :meth:`aclose`.
+
+        Missing parents are made as containers. Registering an id again (here,
+        or one another registrant holds) replaces its node with this instance,
+        as Curator does. Refused before anything is sent: an instance whose JSON
+        is larger than the client's ``max_data_size`` (DataTooLargeError), a
+        DYNAMIC_SEQUENTIAL one (InvalidArgumentError). A register that fails or
+        is cancelled leaves no node of its own behind. RuntimeError before
+        :meth:`start`.
+        """
+        self._checked(instance)
+        self._check_started()
+        await self._register(instance)
+
+    async def _register(self, instance: ServiceInstance) -> None:
+        path, data = self._checked(instance)
+        key = (instance.name, instance.id)
+        registration = self._registered.get(key)
+        fresh = registration is None or registration.gone
+        if registration is None or registration.gone:
+            registration = _Registration(instance, data, path)
+            self._registered[key] = registration
+        async with registration.lock:
+            registration.instance, registration.data = instance, data
+            with track_sends() as sends:
+                try:
+                    await self._ensure(registration)
+                    self._life.check_open()
+                except BaseException:
+                    if not fresh and not self._life.closed:
+                        raise  # still registered: kept as it is, and checked after outages
+                    if self._registered.get(key) is registration:
+                        del self._registered[key]
+                    registration.gone = True
+                    if sends.sent:
+                        await run_cleanup(self._client, lambda: self._delete_if_ours(registration))
+                    raise
+
+    async def update(self, instance: ServiceInstance) -> None:
+        """Replace the data of an instance this object registered (same name and
+        id): the node is rewritten, and this form is the one made again after a
+        session expiry. InvalidArgumentError if it is not registered here; the
+        same checks as :meth:`register` otherwise."""
+        path, data = self._checked(instance)
+        self._check_started()
+        registration = self._registered.get((instance.name, instance.id))
+        if registration is None or registration.gone:
+            raise InvalidArgumentError(
+                "instance", "it is not registered by this ServiceDiscovery: register() it", path
+            )
+        async with registration.lock:
+            if registration.gone:
+                raise InvalidArgumentError("instance", "it was unregistered meanwhile", path)
+            same_kind = (instance.service_type is ServiceType.DYNAMIC) == registration.ephemeral
+            registration.instance, registration.data = instance, data
+            if same_kind:
+                try:
+                    await retry_on_connection_loss(
+                        self._client, lambda: self._client.set(path, data)
+                    )
+                    return
+                except (NoNodeError, SessionExpiredError):
+                    pass  # gone with a session, or deleted: make it again below
+            await self._ensure(registration)
+
+    async def unregister(self, instance: ServiceInstance) -> None:
+        """Delete the instance's node (``<base>/<name>/<id>``), whoever registered
+        it, and stop keeping it if this object did. A missing node is no error."""
+        if not isinstance(instance, ServiceInstance):
+            raise ArgumentTypeError("instance", "a ServiceInstance", instance, self._base)
+        path = self.path_of(instance.name, instance.id)
+        self._life.check_open()
+        registration = self._registered.pop((instance.name, instance.id), None)
+        if registration is not None:
+            registration.gone = True
+            async with registration.lock:
+                pass  # a write under way ends first; none starts after `gone`
+        client = self._client
+        with contextlib.suppress(NoNodeError):
+            await retry_on_connection_loss(client, lambda: client.delete(path))
+
+    async def _ensure(self, registration: _Registration) -> None:
+        """Make the instance's node hold our data, in our session if ephemeral
+        (under its lock). Survives connection losses and session expiries."""
+        while True:
+            try:
+                await retry_on_connection_loss(
+                    self._client, lambda: self._ensure_once(registration)
+                )
+                return
+            except SessionExpiredError:
+                continue  # made nothing that lives on: start over in the new session
+
+    async def _ensure_once(self, registration: _Registration) -> None:
+        client = self._client
+        path, data, ephemeral = registration.path, registration.data, registration.ephemeral
+        while True:
+            if registration.gone:
+                return
+            session = client.session_id
+            try:
+                await client.create(
+                    path, data, ephemeral=ephemeral, container_parents=True, acl=self._acl
+                )
+                return
+            except NodeExistsError:
+                pass
+            try:
+                found, stat = await client.get(path)
+            except NoNodeError:
+                continue
+            if client.session_id != session:
+                continue  # only a reply within one session tells who owns the node
+            ours = stat.ephemeral_owner == session if ephemeral else stat.ephemeral_owner == 0
+            try:
+                if not ours:
+                    # Another session's node (or one of the wrong kind): the last
+                    # registration wins, as in Curator.
+                    await client.delete(path, version=stat.version)
+                    continue
+                if found != data:
+                    await client.set(path, data, version=stat.version)
+                return
+            except (NoNodeError, BadVersionError):
+                continue
+
+    async def _delete_if_ours(self, registration: _Registration) -> None:
+        """Delete the node if it is the one we made (our ephemeral, or our data)."""
+        client = self._client
+        path = registration.path
+        while True:
+            session = client.session_id
+            try:
+                found, stat = await retry_on_connection_loss(client, lambda: client.get(path))
+            except NoNodeError:
+                return
+            if client.session_id != session:
+                continue
+            if registration.ephemeral:
+                if stat.ephemeral_owner != session:
+                    return
+            elif stat.ephemeral_owner != 0 or found != registration.data:
+                return
+            try:
+                await retry_on_connection_loss(
+                    client, functools.partial(client.delete, path, version=stat.version)
+                )
+                return
+            except NoNodeError:
+                return
+            except BadVersionError:
+                continue
+
+    async def _keep(self) -> None:
+        """After every reconnection: make sure each registered node is there, ours,
+        and current (made again after a session expiry)."""
+        client = self._client
+        while True:
+            await self._recheck.wait()
+            self._recheck.clear()
+            for registration in list(self._registered.values()):
+                while not registration.gone:
+                    try:
+                        async with registration.lock:
+                            await self._ensure(registration)
+                        break
+                    except ClientClosedError:
+                        return
+                    except SessionError:
+                        await client.wait_connected()
+                    except CoordinationError as error:
+                        log.warning(
+                            "service discovery: could not register %r again: %r",
+                            registration.path,
+                            error,
+                        )
+                        break
+
+    # --- reading ------------------------------------------------------------------------------
+
+    async def names(self) -> list[str]:
+        """The services under the base path (its children), sorted."""
+        client = self._client
+        try:
+            return sorted(
+                await retry_on_connection_loss(client, lambda: client.children(self._base))
+            )
+        except NoNodeError:
+            return []
+
+    async def instances(self, name: str) -> list[ServiceInstance]:
+        """The instances of service ``name``, sorted by id (one round trip for
+        their data). A node that does not hold an instance is left out, with a
+        warning in the log."""
+        path = self.path_of(name)
+        client = self._client
+        try:
+            ids = await retry_on_connection_loss(client, lambda: client.children(path))
+        except NoNodeError:
+            return []
+
+        async def read_all() -> list[Any]:
+            pipeline = client.pipeline()
+            for instance_id in ids:
+                pipeline.get(_paths.join(path, instance_id))
+            return await pipeline.execute()
+
+        results = await retry_on_connection_loss(client, read_all) if ids else []
+        found = []
+        for instance_id, result in zip(ids, results, strict=True):
+            node = _paths.join(path, instance_id)
+            if isinstance(result, NoNodeError):
+                continue
+            if isinstance(result, BaseException):
+                raise result
+            try:
+                found.append(ServiceInstance.from_json(result[0], path=node))
+            except CorruptValueError as error:
+                log.warning("service discovery: skipping %r: %s", node, error)
+        return sorted(found, key=lambda instance: instance.id)
+
+    async def instance(self, name: str, instance_id: str) -> ServiceInstance | None:
+        """Instance ``instance_id`` of service ``name``, or None if there is none.
+        CorruptValueError if its node does not hold an instance."""
+        path = self.path_of(name, instance_id)
+        client = self._client
+        try:
+            data, _stat = await retry_on_connection_loss(client, lambda: client.get(path))
+        except NoNodeError:
+            return None
+        return ServiceInstance.from_json(data, path=path)
