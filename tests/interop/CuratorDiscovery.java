@@ -28,7 +28,8 @@
 //   {"op":"raw","path","extra":{..}, <instance>}
 //                                       a node as a newer Curator might write it: this
 //                                       Curator's JSON for <instance> plus the fields of
-//                                       "extra", created (ephemeral) at path -> RAW "<path>"
+//                                       "extra", created at path (ephemeral for DYNAMIC,
+//                                       else persistent) -> RAW "<path>"
 // <instance> is "name", "id", "address", "port", optional "sslPort", "payload" (a JSON
 // object or null), "uriSpec" (a template string or null), "serviceType" (DYNAMIC,
 // STATIC or PERMANENT), "enabled" (default true), "registrationTimeUTC".
@@ -214,9 +215,12 @@ public class CuratorDiscovery {
                 break;
             }
             case "raw": {
-                ObjectNode node = (ObjectNode) JSON.readTree(serializer.serialize(instance(command)));
+                ServiceInstance<Map> instance = instance(command);
+                ObjectNode node = (ObjectNode) JSON.readTree(serializer.serialize(instance));
                 node.setAll((ObjectNode) command.get("extra"));
-                client.create().creatingParentContainersIfNeeded().withMode(CreateMode.EPHEMERAL)
+                CreateMode mode = instance.getServiceType() == ServiceType.DYNAMIC
+                    ? CreateMode.EPHEMERAL : CreateMode.PERSISTENT;
+                client.create().creatingParentContainersIfNeeded().withMode(mode)
                     .forPath(command.get("path").asText(), JSON.writeValueAsBytes(node));
                 say("RAW", command.get("path").asText());
                 break;
