@@ -117,6 +117,7 @@ from ._session._state import StandardErrorPolicy as StandardErrorPolicy
 from ._session._stream import ChangeStream as ChangeStream
 from ._session._watch import PersistentWatch as PersistentWatch
 from ._session._watch import Watch as Watch
+from ._telemetry import Telemetry as Telemetry
 from ._types import ACL as ACL
 from ._types import CREATOR_ALL_ACL as CREATOR_ALL_ACL
 from ._types import OPEN_ACL_UNSAFE as OPEN_ACL_UNSAFE
@@ -246,6 +247,7 @@ __all__ = [
     "TLSCertificateError",
     "TTLNodesDisabledError",
     "TakeLostError",
+    "Telemetry",
     "Transaction",
     "TreeCache",
     "UnimplementedError",

@@ -15,6 +15,8 @@ import logging
 from collections.abc import Callable, Coroutine, Hashable
 from typing import Any, TypeVar
 
+from .. import _telemetry
+
 __all__ = ["Background"]
 
 log = logging.getLogger("aiocoord")
@@ -45,7 +47,10 @@ class Background:
         if self._closed:
             coro.close()
             raise RuntimeError("the client is closed: no background work can start")
-        task = asyncio.get_running_loop().create_task(coro, name=name)
+        # Not under the caller's span: the task outlives the call that started it.
+        task = asyncio.get_running_loop().create_task(
+            coro, name=name, context=_telemetry.detached_context()
+        )
         self._tasks.add(task)
 
         def done(task: asyncio.Task[Any]) -> None:

@@ -24,6 +24,8 @@ from .._exceptions import (
     NoNodeError,
     NotEmptyError,
 )
+from .._telemetry import DEFAULT as DEFAULT_TELEMETRY
+from .._telemetry import Telemetry
 from .._types import ACL, OPEN_ACL_UNSAFE, Stat, WatchEvent
 from ._background import Background
 from ._batch import Pipeline, Transaction
@@ -69,6 +71,7 @@ class Client:
         max_data_size: int = DEFAULT_MAX_DATA_SIZE,
         ssl_context: ssl.SSLContext | None = None,
         error_policy: ErrorPolicy | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         settings = Settings(
             namespace=namespace,
@@ -83,6 +86,7 @@ class Client:
             max_data_size=max_data_size,
             ssl_context=ssl_context,
             error_policy=error_policy,
+            telemetry=telemetry,
         )
         self._start_timeout = settings.start_timeout
         self._requests = RequestBuilder(
@@ -98,6 +102,8 @@ class Client:
         """The retry policy for :meth:`retry` and for recipes built on this client."""
         self.error_policy: ErrorPolicy = settings.resolved_error_policy()
         """Which connection states recipes treat as losing what they hold."""
+        self.telemetry: Telemetry = settings.telemetry or DEFAULT_TELEMETRY
+        """How recipes on this client label their metrics (docs/observability.md)."""
 
     # --- lifecycle ------------------------------------------------------------
 
@@ -560,6 +566,7 @@ def connect(
     max_data_size: int = DEFAULT_MAX_DATA_SIZE,
     ssl_context: ssl.SSLContext | None = None,
     error_policy: ErrorPolicy | None = None,
+    telemetry: Telemetry | None = None,
 ) -> Client:
     """A client for ``hosts`` (``"h1:2181,h2:2181"``); use it as ``async with connect(...)``.
 
@@ -582,6 +589,9 @@ def connect(
     - ``max_data_size``: the server's ``jute.maxbuffer`` (default ZooKeeper's).
     - ``ssl_context``: connect with TLS (to a ``secureClientPort``).
     - ``error_policy``: which states count as losing a lock or leadership.
+    - ``telemetry``: how recipes label their OpenTelemetry metrics (names, paths);
+      see docs/observability.md. Spans and metrics need the ``otel`` extra and an
+      application that configures an SDK.
     """
     return Client(
         hosts,
@@ -597,6 +607,7 @@ def connect(
         max_data_size=max_data_size,
         ssl_context=ssl_context,
         error_policy=error_policy,
+        telemetry=telemetry,
     )
 
 

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from .. import _telemetry
 from .._exceptions import ConnectionLossError, DataTooLargeError, error_for_code
 from . import _zk
 
@@ -80,12 +81,14 @@ class _ProtocolViolation(Exception):
 
 
 class _Pending:
-    __slots__ = ("future", "hook", "op")
+    __slots__ = ("future", "hook", "op", "sent_at")
 
     def __init__(self, op: _zk.Op, future: asyncio.Future[Any], hook: ReplyHook | None):
         self.op = op
         self.future = future
         self.hook = hook
+        # For the request-latency histogram (0: telemetry is off, nothing to time).
+        self.sent_at = time.perf_counter() if _telemetry.AVAILABLE else 0.0
 
 
 class Connection(asyncio.Protocol):
@@ -218,6 +221,10 @@ class Connection(asyncio.Protocol):
         item = self._pending.pop(xid, None)
         if item is None:
             raise _ProtocolViolation(f"a reply for xid {xid} (error {err}), which is no request's")
+        if item.sent_at:
+            _telemetry.request_done(
+                item.op.opcode, _zk.operation_name, not err, time.perf_counter() - item.sent_at
+            )
         future = item.future
         if future.done():  # the caller gave up waiting
             return
@@ -232,6 +239,11 @@ class Connection(asyncio.Protocol):
                 future.set_exception(error)
 
     # --- sending --------------------------------------------------------------
+
+    @property
+    def pending_count(self) -> int:
+        """Requests sent and not yet answered."""
+        return len(self._pending)
 
     @property
     def is_open(self) -> bool:

@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from .. import _telemetry
 from .._exceptions import (
     AuthFailedError,
     ClientClosedError,
@@ -146,6 +147,7 @@ class SessionEngine:
         self._refused_certificates: dict[tuple[str, int], ssl.SSLCertVerificationError] = {}
         """Hosts whose latest attempt failed on their TLS certificate."""
         self._had_session = False
+        self._trace = _telemetry.SessionTrace()
 
     # --- facts ------------------------------------------------------------------
 
@@ -167,6 +169,15 @@ class SessionEngine:
     def peer(self) -> tuple[str, int] | None:
         return self._conn.peer if self._conn is not None else None
 
+    def outstanding_requests(self) -> int:
+        """Requests sent on the live connection and not yet answered (a gauge)."""
+        conn = self._conn
+        return conn.pending_count if conn is not None else 0
+
+    def active_watches(self) -> int:
+        """Watches set and not yet fired or removed (a gauge)."""
+        return len(self._watches)
+
     def set_max_request_size(self, value: int) -> None:
         if self._conn is not None:
             self._conn.max_request_size = value
@@ -187,11 +198,20 @@ class SessionEngine:
                 " trio and other loops are not supported"
             ) from None
         self._ready = loop.create_future()
-        self._runner = loop.create_task(self._run(), name="aiocoord-session")
+        # The session task outlives start(): not under the caller's span.
+        self._runner = loop.create_task(
+            self._run(), name="aiocoord-session", context=_telemetry.detached_context()
+        )
+        _telemetry.track_session(self)
         limit = self._session_timeout if timeout is None else timeout
         try:
-            async with asyncio.timeout(limit):
-                await asyncio.shield(self._ready)
+            with _telemetry.span("aiocoord.session.connect") as scope:
+                async with asyncio.timeout(limit):
+                    conn = await asyncio.shield(self._ready)
+                scope.set("aiocoord.session_id", f"0x{self.session_id:x}")
+                scope.set("server.address", conn.peer[0])
+                scope.set("server.port", conn.peer[1])
+                scope.outcome("connected")
         except TimeoutError:
             await self.aclose()
             hosts = ",".join(f"{h}:{p}" for h, p in self._hosts)
@@ -222,6 +242,7 @@ class SessionEngine:
             conn.close()
         self._conn = None
         self.closed = True
+        _telemetry.track_session(self, tracked=False)
         error = ClientClosedError("client closed")
         self._watches.fail_all(error)
         if self._ready is not None and not self._ready.done():
@@ -245,6 +266,10 @@ class SessionEngine:
             "ZooKeeper connection state: %s (session 0x%x)", state.value, self._reported_session
         )
         self.state = state
+        peer = self.peer
+        _telemetry.session_state(
+            self._trace, state.name, self._reported_session, peer[0] if peer else None
+        )
         self.states.publish(state)
 
     async def _run(self) -> None:

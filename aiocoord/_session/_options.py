@@ -9,6 +9,7 @@ from typing import TypedDict
 
 from .._checks import check_bytes, check_flag, check_int, check_seconds
 from .._exceptions import ArgumentTypeError, InvalidArgumentError, InvalidConnectStringError
+from .._telemetry import Telemetry
 from .._types import ACL, OPEN_ACL_UNSAFE
 from . import _zk
 from ._retry import BoundedExponentialBackoff, RetryPolicy
@@ -38,6 +39,7 @@ class ClientOptions(TypedDict, total=False):
     max_data_size: int
     ssl_context: ssl.SSLContext | None
     error_policy: ErrorPolicy | None
+    telemetry: Telemetry | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +58,7 @@ class Settings:
     max_data_size: int = DEFAULT_MAX_DATA_SIZE
     ssl_context: ssl.SSLContext | None = None
     error_policy: ErrorPolicy | None = None
+    telemetry: Telemetry | None = None
     credentials: list[tuple[str, bytes]] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -72,6 +75,7 @@ class Settings:
         check_int(self.max_data_size, "max_data_size", minimum=1, maximum=2**31 - 1)
         _check_instance(self.ssl_context, ssl.SSLContext, "ssl_context", "an ssl.SSLContext")
         check_error_policy(self.error_policy)
+        _check_instance(self.telemetry, Telemetry, "telemetry", "an aiocoord.Telemetry")
         object.__setattr__(self, "credentials", _credentials(self.auth))
 
     def connect_timeout_for(self, host_count: int) -> float:

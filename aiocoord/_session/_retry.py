@@ -17,6 +17,7 @@ from typing import TypeVar
 
 import anyio
 
+from .. import _telemetry
 from .._checks import check_int, check_seconds
 from .._exceptions import ClientClosedError, ConnectionLossError, NoConnectionError, SessionError
 
@@ -161,4 +162,5 @@ async def call_with_retry(
                 # The request never left: nothing to be unsure about, retry at once.
                 pause = 0.0
             log.debug("retry %d after %r, in %.3f s", attempt, error, pause)
+            _telemetry.add("aiocoord.retries", 1)
         await anyio.sleep(pause)

@@ -46,6 +46,35 @@ OP_ADD_WATCH: Final = 106
 OP_REMOVE_WATCHES: Final = 18
 OP_CLOSE: Final = -11
 
+_OPERATION_NAMES: Final = {
+    OP_CREATE: "create",
+    OP_DELETE: "delete",
+    OP_EXISTS: "exists",
+    OP_GET_DATA: "get_data",
+    OP_SET_DATA: "set_data",
+    OP_GET_ACL: "get_acl",
+    OP_SET_ACL: "set_acl",
+    OP_SYNC: "sync",
+    OP_PING: "ping",
+    OP_GET_CHILDREN2: "get_children",
+    OP_CHECK: "check",
+    OP_MULTI: "multi",
+    OP_CREATE2: "create",
+    OP_CREATE_CONTAINER: "create",
+    OP_CREATE_TTL: "create",
+    OP_SET_WATCHES: "set_watches",
+    OP_SET_WATCHES2: "set_watches",
+    OP_ADD_WATCH: "add_watch",
+    OP_REMOVE_WATCHES: "remove_watches",
+    OP_CLOSE: "close_session",
+}
+
+
+def operation_name(opcode: int) -> str:
+    """A request's name for telemetry (``aiocoord.operation``): ZooKeeper's, in snake case."""
+    return _OPERATION_NAMES.get(opcode, f"op_{opcode}")
+
+
 XID_WATCH_EVENT: Final = -1
 XID_PING: Final = -2
 XID_AUTH: Final = -4

@@ -318,6 +318,9 @@ class Contender:
         self.session_id = 0
         """The session that owns our node (its ephemeral owner)."""
         self._listing: list[str] | _Listing | None = None
+        self.position: int | None = None
+        """How many contenders stood in our way at our first look (0: we held at
+        once); None before it. For telemetry (``aiocoord.queue_position``)."""
 
     async def acquire(self, *, timeout: float | None = None) -> bool:
         """Queue up and wait until the rule says we hold; False if ``timeout`` passed.
@@ -376,6 +379,7 @@ class Contender:
         )
         self.node = None
         self._holding = False
+        self.position = None
         view = self._view
         if view is None or view.entering == 0:
             # Create and list in one round trip: the listing is applied after
@@ -453,6 +457,8 @@ class Contender:
                     raise _NodeVanished from None
             self._check_session()
             decision = self._decide(names, me)
+            if self.position is None:
+                self.position = decision.blockers
             if decision.holds:
                 return True
             if look_only:

@@ -21,6 +21,7 @@ from typing import Any, Generic, Protocol
 import anyio
 from typing_extensions import TypeVar
 
+from ... import _telemetry
 from ..._checks import check_flag
 from ..._exceptions import (
     DetachedAcquireError,
@@ -88,6 +89,8 @@ class Hold:
         """The session that granted it; set by :meth:`LossMonitor.add`."""
         self._lost_event = asyncio.Event()
         self._scopes: list[anyio.CancelScope] = []
+        self.record: _telemetry.HoldRecord | None = None
+        """The hold's span and timer, while telemetry is on (see :class:`LossMonitor`)."""
 
     def mark_lost(self, reason: str, *, warn: bool = True) -> None:
         """Record the loss (the first ``reason`` stays), wake waiters, cancel scopes.
@@ -99,6 +102,8 @@ class Hold:
             return
         self.lost = True
         self.reason = reason
+        if warn and self.record is not None:
+            self.record.lost(reason)
         if warn:
             # An operator's first clue that two holders may overlap: always WARNING.
             log.warning(
@@ -131,23 +136,44 @@ class LossMonitor:
     """Marks a recipe's holds lost when the client enters an error state.
 
     Listens to the client only while it has holds, so idle recipes cost nothing.
+
+    With ``tags`` (telemetry), each hold from :meth:`add` to :meth:`discard` is a
+    span named ``span_name`` and a sample of the ``duration`` histogram, and a
+    loss counts in ``aiocoord.holds.lost``.
     """
 
-    def __init__(self, client: Client, policy: ErrorPolicy, what: str = "") -> None:
+    def __init__(
+        self,
+        client: Client,
+        policy: ErrorPolicy,
+        what: str = "",
+        *,
+        tags: _telemetry.Tags | None = None,
+        span_name: str = "aiocoord.lock.hold",
+        duration: str | None = "aiocoord.lock.hold.duration",
+    ) -> None:
         self._client = client
         self._policy = policy
         self._what = what
         """What the holds are, for the log when one is lost (``lock '/a'``)."""
         self._holds: set[Hold] = set()
+        self.tags = tags
+        self._span_name = span_name
+        self._duration = duration
 
-    def add(self, hold: Hold, session_id: int) -> None:
-        """Watch ``hold``, granted in session ``session_id``.
+    def add(self, hold: Hold, session_id: int, *, token: int | None = None) -> None:
+        """Watch ``hold``, granted in session ``session_id`` (``token``: its fencing
+        token, for its span).
 
         Call it with no await between the decision that granted the hold and
         this call: transitions before it are judged here, from the current
         state and session, and every later one by the listener.
         """
         hold.subject, hold.session_id = self._what, session_id
+        if self.tags is not None and hold.record is None:
+            hold.record = _telemetry.start_hold(
+                self._span_name, self.tags, token=token, duration=self._duration
+            )
         if not self._holds:
             self._client.add_listener(self._on_state)
         self._holds.add(hold)
@@ -167,6 +193,8 @@ class LossMonitor:
         return state is None or not self._policy.is_error_state(state)
 
     def discard(self, hold: Hold) -> None:
+        if hold.record is not None:
+            hold.record.end("lost" if hold.lost else "released")
         self._holds.discard(hold)
         if not self._holds:
             self._client.remove_listener(self._on_state)

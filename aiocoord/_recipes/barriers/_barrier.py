@@ -33,7 +33,7 @@ from typing import Any
 
 import anyio
 
-from ... import _paths
+from ... import _paths, _telemetry
 from ..._checks import check_bytes, check_int, check_recipe_acl, check_timeout
 from ..._exceptions import (
     BadVersionError,
@@ -175,6 +175,7 @@ class Barrier:
         self._client = client
         self.path = path
         self._acl = check_recipe_acl(acl, path)
+        self._tags = _telemetry.recipe_tags(client.telemetry, "barrier", path, client.namespace)
 
     def __repr__(self) -> str:
         return f"<Barrier {self.path!r}>"
@@ -206,7 +207,10 @@ class Barrier:
         looked at again, so a removal the session missed is not missed here.
         """
         deadline = Deadline(check_timeout(timeout, path=self.path))
-        return await wait_gone(self._client, self.path, deadline=deadline) is not None
+        with _telemetry.span("aiocoord.barrier.wait", self._tags) as op:
+            opened = await wait_gone(self._client, self.path, deadline=deadline) is not None
+            op.outcome("passed" if opened else "timeout")
+            return opened
 
 
 # --- DoubleBarrier ----------------------------------------------------------
@@ -266,6 +270,9 @@ class DoubleBarrier:
         self.members = check_int(members, "members", path=path, minimum=1)
         self._client = client
         self.path = path
+        self._tags = _telemetry.recipe_tags(
+            client.telemetry, "double_barrier", path, client.namespace
+        )
         self._data = default_node_data() if data is None else check_bytes(data, "data", path=path)
         self._acl = check_recipe_acl(acl, path)
         self._ready = _paths.join(path, READY_NODE)
@@ -320,7 +327,9 @@ class DoubleBarrier:
             raise RuntimeError(f"this participant has not entered the barrier {self.path!r}")
         self._start("leaving")
         try:
-            left = await self._guarded(self._leave_phase(Deadline(timeout)), "leaving")
+            with _telemetry.span("aiocoord.barrier.leave", self._tags) as op:
+                left = await self._guarded(self._leave_phase(Deadline(timeout)), "leaving")
+                op.outcome("left" if left else "timeout")
             if not left:
                 await self._discard()
             self._node = None
@@ -345,7 +354,10 @@ class DoubleBarrier:
             )
         self._start("entering")
         try:
-            entered = await self._guarded(self._enter_phase(Deadline(timeout)), "entering")
+            with _telemetry.span("aiocoord.barrier.enter", self._tags) as op:
+                op.set("aiocoord.members", self.members)
+                entered = await self._guarded(self._enter_phase(Deadline(timeout)), "entering")
+                op.outcome("entered" if entered else "timeout")
             if not entered:
                 await self._discard()
             self._entered = entered

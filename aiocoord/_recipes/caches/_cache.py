@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import re
 import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from typing import Any, Self
 
 import anyio
 
-from ... import _paths
+from ... import _paths, _telemetry
 from ..._checks import check_int
 from ..._exceptions import (
     ClientClosedError,
@@ -421,6 +422,10 @@ class _Cache:
         self._path = path
         self._max_buffer = max_buffer
         self._view = _View(path, max_depth, max_cached_data, self._emit)
+        kind = re.sub(r"(?<!^)(?=[A-Z])", "_", self._kind).lower()  # tree_cache
+        self._tags = _telemetry.recipe_tags(client.telemetry, kind, path, client.namespace)
+        self._resync: _telemetry.HoldRecord | None = None
+        """The span of a resync under way (telemetry on)."""
         self._life = Lifecycle(f"{self._kind} {path!r}", self._open, self._shut, restartable=False)
         self._halting = False
         self._watch: PersistentWatch | None = None
@@ -606,6 +611,14 @@ class _Cache:
 
     async def _open(self) -> None:
         """The opening (see :class:`Lifecycle`): the watch, the task, the first view."""
+        with _telemetry.span("aiocoord.cache.build", self._tags) as op:
+            await self._open_and_build()
+            op.outcome("built")
+            op.set("aiocoord.nodes", len(self._view.nodes))
+        view = self._view
+        _telemetry.track_cache(self, self._tags, lambda: len(view.nodes))
+
+    async def _open_and_build(self) -> None:
         client = self._client
         self._reconnects.listen()
         try:
@@ -636,6 +649,7 @@ class _Cache:
     async def _halt(self) -> None:
         """Stop the task and remove the watch."""
         self._halting = True
+        _telemetry.track_cache(self, self._tags, tracked=False)
         self._reconnects.stop()
         task, self._task = self._task, None
         if task is not None:
@@ -738,6 +752,8 @@ class _Cache:
     def _begin_repair(self) -> None:
         self._view.plan_repair()
         self._repairing = True
+        if self._resync is None:
+            self._resync = _telemetry.start_hold("aiocoord.cache.resync", self._tags)
         log.debug("%s %r: checking %d nodes", self._kind, self._path, len(self._view.nodes))
 
     def _settled(self) -> None:
@@ -750,6 +766,9 @@ class _Cache:
         elif self._repairing:
             self._repairing = False
             self._counts["resyncs"] += 1
+            resync, self._resync = self._resync, None
+            if resync is not None:
+                resync.end("resynced")
             self._emit(self._mark(CacheEventType.RESYNCED))
 
     async def _wait_for_work(self, watch: PersistentWatch) -> None:

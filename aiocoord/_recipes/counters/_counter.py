@@ -23,6 +23,7 @@ batches, not retries, and nobody is starved.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from typing import Generic, TypedDict, TypeVar, Unpack
 
 import anyio
 
+from ... import _telemetry
 from ..._checks import check_flag, check_int, check_recipe_acl, check_timeout
 from ..._exceptions import (
     ArgumentTypeError,
@@ -350,8 +352,10 @@ class _Batcher(AddQueue):
         retry: RetryPolicy,
         promoted: PromotedToLock | None,
         combiner: Combiner | None,
+        tags: _telemetry.Tags,
     ) -> None:
         super().__init__(engine.client, f"aiocoord-counter-batcher {engine.path}")
+        self._tags = tags
         self._engine = engine
         self._retry = retry
         self._promoted = promoted
@@ -373,6 +377,8 @@ class _Batcher(AddQueue):
             outcome, stats = await _run_cas(
                 self._engine, make, self._retry, self._promoted, batch_size=len(batch)
             )
+            if len(batch) > 1 and (outcome.done or outcome.refused):
+                _telemetry.add("aiocoord.counter.combined_batches", 1, self._local_tags())
             if outcome.done or outcome.refused or combiner is None:
                 contended = not (outcome.done or outcome.refused)
                 self._settle(batch, None if contended else grants, stats, outcome.pre)
@@ -386,10 +392,20 @@ class _Batcher(AddQueue):
         combined = await combiner.submit(entries)
         stats.queued_time = time.monotonic() - start
         stats.batch_size = combined.size
+        if combined.size > 1:
+            _telemetry.add("aiocoord.counter.combined_batches", 1, self._queue_tags())
         self._queued = not combined.alone
         self._engine.remember(combined.value, combined.version)
         grants, _final = grant_all(combined.pre, entries)
         self._settle(batch, grants, stats, combined.pre)
+
+    def _local_tags(self) -> dict[str, object]:
+        """Metric attributes of a batch coalesced in this process."""
+        return self._tags.metric_with_outcome("coalesced")
+
+    def _queue_tags(self) -> dict[str, object]:
+        """Metric attributes of a batch combined across processes."""
+        return self._tags.metric_with_outcome("combined")
 
     def _settle(
         self, batch: list[AddRequest], grants: list[Grant] | None, stats: AtomicStats, pre: int
@@ -457,6 +473,8 @@ class _Atomic(Generic[T]):
         self._promoted = promoted_to_lock
         self._acl = check_recipe_acl(acl, path)
         """The ACL of the counter's node, its promotion lock's, and missing parents'."""
+        kind = re.sub(r"(?<!^)(?=[A-Z])", "_", type(self).__name__).lower()  # atomic_long
+        self._tags = _telemetry.recipe_tags(client.telemetry, kind, path, client.namespace)
 
     def __repr__(self) -> str:
         promoted = self._promoted
@@ -591,25 +609,45 @@ class _AtomicNumber(_Atomic[int]):
         if lower is not None and upper is not None and lower > upper:
             raise InvalidArgumentError("bounds", f"lower ({lower}) > upper ({upper})", self.path)
         _encode(self._codec, delta, self.path)  # a delta that does not fit is an overflow already
-        if self._coalesce and self._codec is Codec.LONG:
-            batcher: _Batcher = self._client.recipe_state(
-                (_Batcher, self.path, self._add_retry, self._promoted, self._combine, self._acl),
-                lambda: _Batcher(
-                    self._engine(combining=self._combine),
-                    self._add_retry,
-                    self._promoted,
-                    Combiner(self._client, self.path, self._acl) if self._combine else None,
-                ),
-            )
-            result = await batcher.add(delta, lower, upper)
-        else:
-            codec = self._codec
+        with _telemetry.span(
+            "aiocoord.counter.add", self._tags, duration="aiocoord.counter.add.duration"
+        ) as op:
+            if self._coalesce and self._codec is Codec.LONG:
+                batcher: _Batcher = self._client.recipe_state(
+                    (
+                        _Batcher,
+                        self.path,
+                        self._add_retry,
+                        self._promoted,
+                        self._combine,
+                        self._acl,
+                    ),
+                    lambda: _Batcher(
+                        self._engine(combining=self._combine),
+                        self._add_retry,
+                        self._promoted,
+                        Combiner(self._client, self.path, self._acl) if self._combine else None,
+                        self._tags,
+                    ),
+                )
+                result = await batcher.add(delta, lower, upper)
+            else:
+                codec = self._codec
 
-            def make(value: int) -> int | _Refused:
-                granted = bounded(value, delta, lower, upper, codec)
-                return granted[1] if isinstance(granted, tuple) else _Refused(AtomicFailure.BOUND)
+                def make(value: int) -> int | _Refused:
+                    granted = bounded(value, delta, lower, upper, codec)
+                    if isinstance(granted, tuple):
+                        return granted[1]
+                    return _Refused(AtomicFailure.BOUND)
 
-            result = await self._update(make)
+                result = await self._update(make)
+            op.outcome("added" if result.succeeded else str(result.reason))
+            if op.recording:
+                stats = result.stats
+                op.set("aiocoord.attempts", stats.optimistic_tries + stats.promoted_tries)
+                op.set("aiocoord.batch_size", stats.batch_size)
+                op.set("aiocoord.combined", stats.batch_size > 1)
+                op.set("aiocoord.promoted", stats.promoted_tries > 0)
         if raise_on_bound and result.reason is AtomicFailure.BOUND:
             raise BoundExceededError(self.path, result.pre_value, delta, lower, upper)
         return result

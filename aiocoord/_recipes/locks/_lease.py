@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio
 
-from ... import _paths
+from ... import _paths, _telemetry
 from ..._checks import check_flag, check_recipe_acl, check_text, check_ttl_ms
 from ..._exceptions import (
     BadVersionError,
@@ -128,6 +128,9 @@ class Lease:
         self._valid_until = 0.0
         self._changed = asyncio.Event()
         """Set when the lease is taken, renewed, lost or released."""
+        self._tags = _telemetry.recipe_tags(client.telemetry, "lease", path, client.namespace)
+        self._record: _telemetry.HoldRecord | None = None
+        """The hold's span and timer while held (telemetry on)."""
 
     def __repr__(self) -> str:
         return f"<Lease {self.path!r} id={self.participant_id!r} held={self.is_held}>"
@@ -157,6 +160,27 @@ class Lease:
                 return True
             except LockLostError:
                 pass
+        with _telemetry.span("aiocoord.lock.acquire", self._tags, duration=_telemetry.WAIT) as op:
+            won = await self._try_acquire()
+            op.outcome("acquired" if won else "busy")
+            if won:
+                op.set("aiocoord.fencing_token", self._czxid)
+                self._record = _telemetry.start_hold(
+                    "aiocoord.lock.hold",
+                    self._tags,
+                    token=self._czxid,
+                    duration="aiocoord.lock.hold.duration",
+                )
+        return won
+
+    def _end_record(self, outcome: str) -> None:
+        record, self._record = self._record, None
+        if record is not None:
+            if outcome == "lost":
+                record.lost("the lease lapsed")
+            record.end(outcome)
+
+    async def _try_acquire(self) -> bool:
         own = OwnNode(
             self._client,
             self.path,
@@ -326,6 +350,7 @@ class Lease:
         except (NoNodeError, BadVersionError) as error:
             self._node = None
             self._changed.set()
+            self._end_record("lost")
             raise LockLostError(self.path, "the lease lapsed") from error
         self._version = stat.version
         self._valid_until = sent_at + self.ttl
@@ -338,6 +363,7 @@ class Lease:
             return
         self._node = None
         self._changed.set()
+        self._end_record("released")
         # Unreachable ZooKeeper (NoConnectionError): the node lapses by its TTL.
         with contextlib.suppress(NoNodeError, BadVersionError, NoConnectionError):
             await retry_on_connection_loss(

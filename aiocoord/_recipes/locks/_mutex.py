@@ -10,7 +10,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from ... import _paths
+from ... import _paths, _telemetry
 from ..._checks import check_bytes, check_flag, check_int, check_recipe_acl, check_timeout
 from ..._exceptions import (
     ClientClosedError,
@@ -60,6 +60,7 @@ from ._handoff import MAX_LOCAL_GRANTS, LocalQueue, LockOwner, fencing_token
 __all__ = [
     "Mutex",
     "ReadWriteLock",
+    "quiet_mutex",
 ]
 
 log = logging.getLogger("aiocoord")
@@ -159,6 +160,7 @@ class Mutex:
     _mutex_queue = True
     """One holder, nobody queues ahead: the client's contenders may share what
     they learn of the queue (see QueueView)."""
+    _telemetry_kind = "mutex"
 
     def __init__(
         self,
@@ -182,7 +184,12 @@ class Mutex:
         self._acl = check_recipe_acl(acl, path)
         """The ACL of our nodes and of the parents made for them (None: the client's)."""
         error_policy = check_error_policy(error_policy, path)
-        self._monitor = LossMonitor(client, error_policy or client.error_policy, f"lock {path!r}")
+        self._tags: _telemetry.Tags | None = _telemetry.recipe_tags(
+            client.telemetry, self._telemetry_kind, path, client.namespace
+        )
+        self._monitor = LossMonitor(
+            client, error_policy or client.error_policy, f"lock {path!r}", tags=self._tags
+        )
         self._holds: dict[asyncio.Task[Any], _LockHold] = {}
         self._mutex_rule = mutex_rule(1, self._lock_names)
         self._local = (
@@ -256,20 +263,31 @@ class Mutex:
             hold.count += 1
             return True
         self._before_acquire(task)
-        if self._local is not None:
-            if not await self._local.acquire(task, timeout):
-                return False
-        else:
-            contender = self._contender_for(task)
-            if not await contender.acquire(timeout=timeout):
-                return False
-            try:
-                self._grant(task, contender, 0)
-            except BaseException:
-                # Granted but not recorded (an error policy that raised): nobody
-                # could release this node, so give it back before reporting.
-                await run_cleanup(self._client, contender.release)
-                raise
+        with _telemetry.span("aiocoord.lock.acquire", self._tags, duration=_telemetry.WAIT) as op:
+            if self._local is not None:
+                if not await self._local.acquire(task, timeout):
+                    op.outcome("timeout")
+                    return False
+            else:
+                contender = self._contender_for(task)
+                if not await contender.acquire(timeout=timeout):
+                    op.outcome("timeout")
+                    return False
+                if contender.position is not None:
+                    op.set("aiocoord.queue_position", contender.position)
+                try:
+                    self._grant(task, contender, 0)
+                except BaseException:
+                    # Granted but not recorded (an error policy that raised): nobody
+                    # could release this node, so give it back before reporting.
+                    await run_cleanup(self._client, contender.release)
+                    raise
+            op.outcome("acquired")
+            if op.recording:
+                granted = self._holds[task]
+                op.set(
+                    "aiocoord.fencing_token", fencing_token(granted.contender.czxid, granted.grant)
+                )
         if self._revocable:
             await self._read_revocation(task)
         return True
@@ -294,7 +312,9 @@ class Mutex:
         hold = _LockHold(contender, grant)
         try:
             self._holds[task] = hold
-            self._monitor.add(hold, contender.session_id)
+            self._monitor.add(
+                hold, contender.session_id, token=fencing_token(contender.czxid, grant)
+            )
         except BaseException:
             self._holds.pop(task, None)
             self._monitor.discard(hold)
@@ -348,10 +368,11 @@ class Mutex:
         if hold is None:
             return
         hold.stop_watching()
+        if not self._client.closed:
+            hold.mark_lost("its owning task ended")
         self._monitor.discard(hold)
         if self._client.closed:
             return  # the node went with the session
-        hold.mark_lost("its owning task ended")
         log.warning(
             "task %r ended while holding the lock on %r; releasing it "
             "(was it acquired through asyncio.wait_for on Python 3.11?)",
@@ -580,6 +601,7 @@ class _SideOfReadWriteLock(Mutex):
 
 class _WriteLock(_SideOfReadWriteLock):
     _lock_name = WRITE_LOCK_NAME
+    _telemetry_kind = "write_lock"
     # A downgrading writer's read node joins the queue ahead of later writers.
     _last_blocker_shortcut = False
 
@@ -593,6 +615,7 @@ class _WriteLock(_SideOfReadWriteLock):
 
 class _ReadLock(_SideOfReadWriteLock):
     _lock_name = READ_LOCK_NAME
+    _telemetry_kind = "read_lock"
 
     def _contender_for(self, task: asyncio.Task[Any]) -> Contender:
         writer = self._owner.write_lock
@@ -649,3 +672,15 @@ class ReadWriteLock:
     async def participants(self) -> list[Participant]:
         """Readers and writers in queue order (node names tell which is which)."""
         return await self.write_lock.participants()
+
+
+def quiet_mutex(
+    client: Client, path: str, *, data: bytes | None = None, acl: Sequence[ACL] | None = None
+) -> Mutex:
+    """A Mutex that a recipe uses inside itself (a semaphore's queue, a counter's
+    promoted lock): it reports no telemetry of its own, so nothing is emitted
+    for a recipe the user did not make; the outer recipe's spans cover it."""
+    lock = Mutex(client, path, data=data, acl=acl)
+    lock._tags = None
+    lock._monitor.tags = None
+    return lock

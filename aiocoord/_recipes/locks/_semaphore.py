@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 
-from ... import _paths
+from ... import _paths, _telemetry
 from ..._checks import check_bytes, check_int, check_recipe_acl, check_timeout
 from ..._exceptions import (
     HoldLostError,
@@ -44,7 +44,7 @@ from .._kit._contenders import sort_contenders
 from .._kit._holding import Hold, HoldContext, LockHolding, LossMonitor, current_task
 from .._kit._participants import Participant
 from .._kit._waits import Deadline
-from ._mutex import Mutex
+from ._mutex import quiet_mutex
 
 __all__ = ["Semaphore", "SemaphoreLease", "SemaphoreMutex"]
 
@@ -188,9 +188,14 @@ class Semaphore:
         """The ACL of the lease nodes and the parents made for them (None: the client's)."""
         error_policy = check_error_policy(error_policy, path)
         self._leases_path = f"{path}/{_LEASES}"
-        self._mutex = Mutex(client, f"{path}/{_LOCKS}", data=self._data, acl=self._acl)
+        # Orders the waiters; part of this recipe, so it reports nothing of its own.
+        self._mutex = quiet_mutex(client, f"{path}/{_LOCKS}", data=self._data, acl=self._acl)
+        self._tags = _telemetry.recipe_tags(client.telemetry, "semaphore", path, client.namespace)
         self._monitor = LossMonitor(
-            client, error_policy or client.error_policy, f"semaphore lease on {path!r}"
+            client,
+            error_policy or client.error_policy,
+            f"semaphore lease on {path!r}",
+            tags=self._tags,
         )
         self._entered: dict[asyncio.Task[Any], list[SemaphoreLease]] = {}
 
@@ -221,17 +226,22 @@ class Semaphore:
         timeout = check_timeout(timeout, path=self.path)
         deadline = Deadline(timeout)
         leases: list[SemaphoreLease] = []
-        try:
-            for _ in range(n):
-                lease = await self._acquire_one(deadline)
-                if lease is None:
+        with _telemetry.span("aiocoord.lock.acquire", self._tags, duration=_telemetry.WAIT) as op:
+            op.set("aiocoord.leases", n)
+            try:
+                for _ in range(n):
+                    lease = await self._acquire_one(deadline)
+                    if lease is None:
+                        await _release_all(leases)
+                        op.outcome("timeout")
+                        return None
+                    leases.append(lease)
+            except BaseException:
+                with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
                     await _release_all(leases)
-                    return None
-                leases.append(lease)
-        except BaseException:
-            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                await _release_all(leases)
-            raise
+                raise
+            op.outcome("acquired")
+            op.set("aiocoord.fencing_token", leases[-1]._czxid)
         return leases
 
     async def try_acquire(self, n: int = 1) -> list[SemaphoreLease] | None:
@@ -292,7 +302,7 @@ class Semaphore:
                 # transition after the listing that granted the lease.
                 lease = SemaphoreLease(self, node)
                 lease._czxid = own.stat.czxid
-                self._monitor.add(lease, owner)
+                self._monitor.add(lease, owner, token=lease._czxid)
                 return lease
         except SessionExpiredError:
             await own.delete()
@@ -390,6 +400,9 @@ class SemaphoreMutex:
         acl: Sequence[ACL] | None = None,
     ) -> None:
         self._semaphore = Semaphore(client, path, 1, data=data, error_policy=error_policy, acl=acl)
+        self._semaphore._tags = self._semaphore._monitor.tags = _telemetry.recipe_tags(
+            client.telemetry, "semaphore_mutex", path, client.namespace
+        )
         self.path = path
         # Leases by the task that took them: a lease lost with its session must
         # not be mistaken for the one another task took after it.

@@ -54,6 +54,8 @@ class QueueConfig(Generic[T]):
         acl: Sequence[ACL] | None,
     ) -> None:
         recipe_path(client, path, kind)
+        self.kind = kind
+        """What the queue is (``queue``, ``priority queue``, ...): for messages and telemetry."""
         chosen: object = Codec.BYTES if codec is None else codec
         if not (
             callable(getattr(chosen, "encode", None)) and callable(getattr(chosen, "decode", None))

@@ -18,7 +18,7 @@ from typing import Generic
 import anyio
 from typing_extensions import TypeVar
 
-from ... import _paths
+from ... import _paths, _telemetry
 from ..._checks import check_timeout
 from ..._exceptions import (
     BadVersionError,
@@ -62,7 +62,20 @@ class Consumer(Generic[T]):
         """A listing under way, by mode (take or get): this object's other
         consumers wait for it instead of listing (and watching) too."""
         self.markers = Markers(config, self._cursor)
-        self.monitor = LossMonitor(config.client, error_policy, f"take from queue {config.path!r}")
+        self._tags = _telemetry.recipe_tags(
+            config.client.telemetry,
+            config.kind.replace(" ", "_"),
+            config.path,
+            config.client.namespace,
+        )
+        self.monitor = LossMonitor(
+            config.client,
+            error_policy,
+            f"take from queue {config.path!r}",
+            tags=self._tags,
+            span_name="aiocoord.queue.take.hold",
+            duration=None,
+        )
 
     async def next(self, timeout: float | None, *, mark: bool) -> Got[T]:
         """The next item: taken (deleted), or with ``mark`` held by our marker.
@@ -70,6 +83,15 @@ class Consumer(Generic[T]):
         QueueEmptyError if ``timeout`` passed first (``0``: one look). Without a
         timeout, requests wait through outages of any length.
         """
+        name = "aiocoord.queue.take" if mark else "aiocoord.queue.get"
+        with _telemetry.span(name, self._tags, duration="aiocoord.queue.take.duration") as op:
+            got = await self._next(timeout, mark=mark)
+            op.outcome("taken")
+            if op.recording:
+                op.set("aiocoord.node", got.path)
+            return got
+
+    async def _next(self, timeout: float | None, *, mark: bool) -> Got[T]:
         config = self.config
         timeout = check_timeout(timeout, path=config.path)
         deadline = Deadline(timeout)

@@ -10,7 +10,7 @@ from typing import Generic
 import anyio
 from typing_extensions import TypeVar
 
-from ... import _paths
+from ... import _paths, _telemetry
 from ..._checks import check_timeout
 from ..._exceptions import (
     ConnectionLossError,
@@ -35,10 +35,23 @@ class Producer(Generic[T]):
 
     def __init__(self, config: QueueConfig[T]) -> None:
         self._config = config
+        self._tags = _telemetry.recipe_tags(
+            config.client.telemetry,
+            config.kind.replace(" ", "_"),
+            config.path,
+            config.client.namespace,
+        )
 
     async def put(self, entries: list[tuple[str, bytes]], timeout: float | None) -> bool:
         """Create ``(name, data)`` items, all or none; False if ``timeout`` passed
         while the queue was full (nothing was put)."""
+        with _telemetry.span("aiocoord.queue.put", self._tags) as op:
+            op.set("aiocoord.items", len(entries))
+            done = await self._put(entries, timeout)
+            op.outcome("put" if done else "timeout")
+            return done
+
+    async def _put(self, entries: list[tuple[str, bytes]], timeout: float | None) -> bool:
         config = self._config
         timeout = check_timeout(timeout, path=config.path)
         if not entries:

@@ -37,7 +37,7 @@ class Taking(Generic[T]):
         got = await consumer.next(self._timeout, mark=True)
         # No await from the decision to here: the monitor judges every transition.
         hold = Hold()
-        consumer.monitor.add(hold, got.owner)
+        consumer.monitor.add(hold, got.owner, token=got.czxid)
         self.got, self.hold, self._item = got, hold, got.path
         return got.value, hold
 
