@@ -40,6 +40,7 @@ from ._exceptions import NotReadOnlyError as NotReadOnlyError
 from ._exceptions import OperationTimeoutError as OperationTimeoutError
 from ._exceptions import OutcomeUnknownError as OutcomeUnknownError
 from ._exceptions import OwnershipError as OwnershipError
+from ._exceptions import PartitionLostError as PartitionLostError
 from ._exceptions import QueueEmptyError as QueueEmptyError
 from ._exceptions import RecipeClosedError as RecipeClosedError
 from ._exceptions import RolledBackError as RolledBackError
@@ -92,6 +93,9 @@ from ._recipes.locks import ReadWriteLock as ReadWriteLock
 from ._recipes.locks import Semaphore as Semaphore
 from ._recipes.locks import SemaphoreLease as SemaphoreLease
 from ._recipes.locks import SemaphoreMutex as SemaphoreMutex
+from ._recipes.partitions import Assignment as Assignment
+from ._recipes.partitions import Partitioner as Partitioner
+from ._recipes.partitions import PartitionItems as PartitionItems
 from ._recipes.queues import DelayQueue as DelayQueue
 from ._recipes.queues import IdQueue as IdQueue
 from ._recipes.queues import PriorityQueue as PriorityQueue
@@ -139,6 +143,7 @@ __all__ = [
     "READ_ACL_UNSAFE",
     "APIError",
     "ArgumentTypeError",
+    "Assignment",
     "AtomicBytes",
     "AtomicFailure",
     "AtomicInt",
@@ -212,6 +217,9 @@ __all__ = [
     "OutcomeUnknownError",
     "OwnershipError",
     "Participant",
+    "PartitionItems",
+    "PartitionLostError",
+    "Partitioner",
     "Perm",
     "PersistentWatch",
     "Pipeline",

@@ -47,6 +47,7 @@ __all__ = [
     "OperationTimeoutError",
     "OutcomeUnknownError",
     "OwnershipError",
+    "PartitionLostError",
     "QueueEmptyError",
     "RecipeClosedError",
     "RolledBackError",
@@ -258,6 +259,16 @@ class TakeLostError(HoldLostError):
     """
 
     _what = "the take of"
+
+
+class PartitionLostError(HoldLostError):
+    """A :class:`~aiocoord.Partitioner` member no longer owns an item: its claim went
+    with the session, was given back in a rebalance, or the connection entered a
+    state the error policy calls an error. Raised by a transaction guarded by the
+    item's fence; ``path`` is the item's claim node.
+    """
+
+    _what = "the partition item"
 
 
 class MemberIdInUseError(OwnershipError):

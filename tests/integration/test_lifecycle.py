@@ -31,6 +31,7 @@ from aiocoord import (
     GroupMember,
     LeaderLatch,
     NodeCache,
+    Partitioner,
     RecipeClosedError,
     ServiceDiscovery,
     ServiceInstance,
@@ -65,6 +66,8 @@ class Kind:
 KINDS = [
     Kind("LeaderLatch", lambda c: LeaderLatch(c, BASE, participant_id="me"), 1, 0),
     Kind("GroupMember", lambda c: GroupMember(c, BASE, participant_id="me", data=b"here"), 1, 0),
+    # No items: a partitioner's node under BASE is its member node alone.
+    Kind("Partitioner", lambda c: Partitioner(c, BASE, [], participant_id="me"), 1, 0),
     Kind("SharedCount", lambda c: SharedCount(c, f"{BASE}/count", 7), 1, 1),
     Kind("NodeCache", lambda c: NodeCache(c, BASE), 0, 0, restartable=False),
     Kind("ChildrenCache", lambda c: ChildrenCache(c, BASE), 0, 0, restartable=False),

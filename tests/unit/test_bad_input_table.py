@@ -48,6 +48,8 @@ from aiocoord import (
     MultiLock,
     Mutex,
     NodeCache,
+    Partitioner,
+    PartitionItems,
     Perm,
     PriorityQueue,
     PromotedToLock,
@@ -181,6 +183,7 @@ RECIPES: dict[str, Callable[..., Any]] = {
     "LeaderLatch": lambda c, p, **kw: LeaderLatch(c, p, participant_id="me", **kw),
     "LeaderElection": lambda c, p, **kw: LeaderElection(c, p, participant_id="me", **kw),
     "GroupMember": lambda c, p, **kw: GroupMember(c, p, participant_id="me", **kw),
+    "Partitioner": lambda c, p, **kw: Partitioner(c, p, ["a"], participant_id="me", **kw),
     "Queue": lambda c, p, **kw: Queue(c, p, **kw),
     "PriorityQueue": lambda c, p, **kw: PriorityQueue(c, p, **kw),
     "DelayQueue": lambda c, p, **kw: DelayQueue(c, p, **kw),
@@ -276,6 +279,55 @@ def path_cases() -> Iterator[Case]:
         lambda c: AtomicLong(c, P, promoted_to_lock=PromotedToLock("lock")),
         InvalidPathError,
         ("'lock'",),
+    )
+    for name, make, error, fragments in (
+        (
+            "participant_id=''",
+            lambda c: Partitioner(c, P, [], participant_id=""),
+            InvalidPathError,
+            (P,),
+        ),
+        (
+            "participant_id='a/b'",
+            lambda c: Partitioner(c, P, [], participant_id="a/b"),
+            InvalidPathError,
+            (P,),
+        ),
+        ("items='abc'", lambda c: Partitioner(c, P, "abc"), ArgumentTypeError, ("items", P)),
+        ("items=['']", lambda c: Partitioner(c, P, [""]), InvalidPathError, (P,)),
+        ("items=['a/b']", lambda c: Partitioner(c, P, ["a/b"]), InvalidPathError, (P,)),
+        ("items=[5]", lambda c: Partitioner(c, P, [5]), ArgumentTypeError, ("item", P)),
+        (
+            "weight=0",
+            lambda c: Partitioner(c, P, [], weight=0),
+            InvalidArgumentError,
+            ("weight", P),
+        ),
+        (
+            "weight=nan",
+            lambda c: Partitioner(c, P, [], weight=float("nan")),
+            InvalidArgumentError,
+            ("weight", P),
+        ),
+        (
+            "weight='1'",
+            lambda c: Partitioner(c, P, [], weight="1"),
+            ArgumentTypeError,
+            ("weight", P),
+        ),
+        (
+            "settle=-1",
+            lambda c: Partitioner(c, P, [], settle=-1),
+            InvalidArgumentError,
+            ("settle", P),
+        ),
+    ):
+        yield Case(f"Partitioner({name})", make, error, fragments)
+    yield Case(
+        "PartitionItems.from_node(relative)",
+        lambda c: PartitionItems.from_node("items"),
+        InvalidPathError,
+        ("'items'",),
     )
     yield Case(
         "GroupMember(participant_id='')",

@@ -136,6 +136,7 @@ HOLD_WITHOUT_TIMEOUT = {
 
 NOT_HOLDERS = {
     "aiocoord.Lockable": "a Protocol: what MultiLock needs of the locks it takes",
+    "aiocoord.Partitioner": "holds many items at once: fence(item) and fencing_token(item)",
 }
 """Public classes with a ``fence()`` that are not holders themselves, and why."""
 

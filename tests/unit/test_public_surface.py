@@ -228,6 +228,11 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
         ),
         ("'/group/web-1'", "member=False"),
     ),
+    (
+        "Partitioner",
+        lambda client: aiocoord.Partitioner(client, "/work", ["a"], participant_id="w-1"),
+        ("'/work/member-w-1'", "new", "owned=0"),
+    ),
     ("TreeCache", lambda client: aiocoord.TreeCache(client, "/config"), ("'/config'", "new")),
     (
         "ServiceDiscovery",
