@@ -27,6 +27,7 @@ from ._inspect import inspect_command
 from ._output import configure_logging, log, restore_logging
 from ._server import server_command
 from ._session import Interrupts
+from ._top import top_command
 
 __all__ = ["ExitCode", "main"]
 
@@ -38,6 +39,7 @@ HANDLERS: dict[str, Handler] = {
     "barrier": barrier_command,
     "queue": queue_command,
     "inspect": inspect_command,
+    "top": top_command,
     "revoke": revoke_command,
     "watch": watch_command,
 }

@@ -328,6 +328,34 @@ def build_parser(handlers: dict[str, Handler]) -> tuple[Parser, dict[str, Parser
         help="levels of plain nodes to descend (default 3)",
     )
 
+    top = add(
+        "top",
+        "a live view of the locks, semaphores, elections, queues and counters under a path",
+        "  aiocoord top /app                       # q quits; p k w d h sort; r reverses\n"
+        "  aiocoord top / --once                   # one table, then exit\n"
+        "  aiocoord top /app --once --json | jq '.recipes[] | select(.waiters > 0)'",
+    )
+    top.add_argument("path", metavar="PATH", nargs="?", default="/")
+    top.add_argument("--once", action="store_true", help="print one table (or document) and exit")
+    top.add_argument(
+        "--json", action="store_true", help="JSON: one document (--once), else one per line"
+    )
+    top.add_argument(
+        "--interval",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        default=1.0,
+        help="seconds between refreshes (default 1)",
+    )
+    top.add_argument(
+        "--depth",
+        metavar="N",
+        type=_integer,
+        default=8,
+        help="levels of plain nodes to descend looking for recipes (default 8)",
+    )
+    top.set_defaults(interrupt_ok=True)
+
     watch = add(
         "watch",
         "print a node's changes (with --recursive, its subtree's) until interrupted",

@@ -241,11 +241,6 @@ class Connection(asyncio.Protocol):
     # --- sending --------------------------------------------------------------
 
     @property
-    def pending_count(self) -> int:
-        """Requests sent and not yet answered."""
-        return len(self._pending)
-
-    @property
     def is_open(self) -> bool:
         return self._transport is not None and not self._transport.is_closing()
 

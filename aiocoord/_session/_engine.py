@@ -172,7 +172,7 @@ class SessionEngine:
     def outstanding_requests(self) -> int:
         """Requests sent on the live connection and not yet answered (a gauge)."""
         conn = self._conn
-        return conn.pending_count if conn is not None else 0
+        return conn.in_flight if conn is not None else 0
 
     def active_watches(self) -> int:
         """Watches set and not yet fired or removed (a gauge)."""

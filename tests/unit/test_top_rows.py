@@ -1,0 +1,53 @@
+"""``aiocoord top``'s rows and hand-off counting, from inspect reports (no server)."""
+
+from __future__ import annotations
+
+from aiocoord._cli._top import HANDOFF_WINDOW, Row, Tracker, render, rows_of
+
+
+def _lock(path: str, holder: str, waiters: int) -> dict[str, object]:
+    entry = {"node": holder, "session": "0x1", "data": holder}
+    return {"path": path, "kind": "lock", "holder": entry, "waiters": [entry] * waiters}
+
+
+def test_rows_flatten_the_tree_and_skip_plain_nodes() -> None:
+    report = {
+        "path": "/",
+        "kind": "node",
+        "children": [
+            _lock("/a", "n1", 2),
+            {"path": "/q", "kind": "queue", "depth": 4, "head": {}},
+            {"path": "/c", "kind": "counter", "value": 9},
+            {"path": "/plain", "kind": "node", "children": []},
+        ],
+    }
+    rows = rows_of(report)
+    assert [(r.path, r.kind, r.waiters, r.depth, r.value) for r in rows] == [
+        ("/a", "lock", 2, None, None),
+        ("/q", "queue", 0, 4, None),
+        ("/c", "counter", 0, None, 9),
+    ]
+    assert rows[0].holders == ["n1"]
+
+
+def test_a_change_of_holder_counts_as_a_hand_off_for_a_minute() -> None:
+    tracker = Tracker()
+    first = rows_of(_lock("/a", "n1", 1))
+    tracker.update(first, 100.0)
+    assert first[0].handoffs == 0  # nothing to compare with yet
+    second = rows_of(_lock("/a", "n2", 0))
+    tracker.update(second, 101.0)
+    assert (second[0].handoffs, second[0].last_handoff) == (1, 101.0)
+    same = rows_of(_lock("/a", "n2", 0))
+    tracker.update(same, 102.0)
+    assert same[0].handoffs == 1
+    later = rows_of(_lock("/a", "n2", 0))
+    tracker.update(later, 101.0 + HANDOFF_WINDOW + 1)
+    assert later[0].handoffs == 0
+
+
+def test_the_table_sorts_and_fits_the_width() -> None:
+    rows = [Row("/b", "lock", waiters=1), Row("/a", "lock", waiters=3)]
+    lines = render(rows, width=60, header="top", sort="waiters", reverse=True)
+    assert [line.split()[1] for line in lines[3:]] == ["/a", "/b"]
+    assert all(len(line) <= 60 for line in lines)
