@@ -79,6 +79,9 @@ from ._recipes.counters import PromotedToLock as PromotedToLock
 from ._recipes.counters import ShardedCounter as ShardedCounter
 from ._recipes.counters import SharedCount as SharedCount
 from ._recipes.counters import VersionedValue as VersionedValue
+from ._recipes.discovery import ServiceCache as ServiceCache
+from ._recipes.discovery import ServiceCacheEvent as ServiceCacheEvent
+from ._recipes.discovery import ServiceCacheEventType as ServiceCacheEventType
 from ._recipes.discovery import ServiceDiscovery as ServiceDiscovery
 from ._recipes.discovery import ServiceInstance as ServiceInstance
 from ._recipes.discovery import ServiceType as ServiceType
@@ -240,6 +243,9 @@ __all__ = [
     "SemaphoreLease",
     "SemaphoreMutex",
     "ServerOperationTimeoutError",
+    "ServiceCache",
+    "ServiceCacheEvent",
+    "ServiceCacheEventType",
     "ServiceDiscovery",
     "ServiceInstance",
     "ServiceType",

@@ -81,6 +81,13 @@ KINDS = [
         1,
         0,
     ),
+    Kind(
+        "ServiceCache",
+        lambda c: ServiceDiscovery(c, "/").cache(BASE[1:]),
+        0,
+        0,
+        restartable=False,
+    ),
 ]
 
 

@@ -124,7 +124,11 @@ FAMILIES = sorted({f for n in MODULES if (f := _family(n)) is not None and f != 
 
 # A family may lean on another only where the recipe is built from it, as
 # Curator's counters fall back to its mutex (PromotedToLock).
-_FAMILY_MAY_USE = {"counters": {"locks"}}
+_FAMILY_MAY_USE = {
+    "counters": {"locks"},
+    # A service cache is a ChildrenCache of the service's node, read as instances.
+    "discovery": {"caches"},
+}
 
 
 def test_the_scan_sees_every_family() -> None:

@@ -239,6 +239,16 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
         lambda client: aiocoord.ServiceDiscovery(client, "/services"),
         ("'/services'", "new", "registered=0"),
     ),
+    (
+        "ServiceCache",
+        lambda client: aiocoord.ServiceDiscovery(client, "/services").cache("api"),
+        ("'/services/api'", "new", "instances=0"),
+    ),
+    (
+        "ServiceCacheEvent",
+        lambda client: aiocoord.ServiceCacheEvent(aiocoord.ServiceCacheEventType.RESYNCED),
+        ("RESYNCED",),
+    ),
     ("ChildrenCache", lambda client: aiocoord.ChildrenCache(client, "/hosts"), ("'/hosts'",)),
     ("NodeCache", lambda client: aiocoord.NodeCache(client, "/flag"), ("'/flag'", "nodes=0")),
     (

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -52,6 +53,7 @@ from ..._session import (
 from ..._types import ACL
 from .._kit._lifecycle import Lifecycle
 from .._kit._waits import Reconnects
+from ._cache import DEFAULT_MAX_BUFFER, ServiceCache
 from ._instance import ServiceInstance, ServiceType, check_node_name
 
 __all__ = ["ServiceDiscovery"]
@@ -91,7 +93,8 @@ class ServiceDiscovery:
     registered by :meth:`start`, as Curator's ``thisInstance``.
 
     :meth:`names`, :meth:`instances` and :meth:`instance` read the server at
-    each call, also before :meth:`start` and after :meth:`aclose`.
+    each call, also before :meth:`start` and after :meth:`aclose`;
+    :meth:`cache` keeps a local view of one service.
 
     ``acl`` (default: the client's ``default_acl``) is the ACL of the instance
     nodes and of the missing parents made for them.
@@ -122,6 +125,8 @@ class ServiceDiscovery:
         self._reconnects = Reconnects(client, self._on_reconnected)
         self._recheck = asyncio.Event()
         self._keeper: asyncio.Task[Any] | None = None
+        self._closables: weakref.WeakSet[Any] = weakref.WeakSet()
+        """Caches and providers made by :meth:`cache` and :meth:`provider`, closed with us."""
 
     def __repr__(self) -> str:
         return (
@@ -187,8 +192,8 @@ class ServiceDiscovery:
         await self._life.start()
 
     async def aclose(self) -> None:
-        """Unregister the DYNAMIC and STATIC instances this object registered
-        (PERMANENT ones stay).
+        """Close the caches and providers made from this object, then unregister the
+        DYNAMIC and STATIC instances it registered (PERMANENT ones stay).
 
         Cancels a :meth:`start` under way. Idempotent, and fine before :meth:`start`.
         """
@@ -214,6 +219,9 @@ class ServiceDiscovery:
             raise
 
     async def _shut(self, started: bool) -> None:
+        for closable in list(self._closables):
+            await closable.aclose()
+        self._closables.clear()
         await self._stop_keeper()
         leaving = [r for r in self._registered.values() if not r.gone]
         self._registered.clear()
@@ -478,3 +486,15 @@ class ServiceDiscovery:
         except NoNodeError:
             return None
         return ServiceInstance.from_json(data, path=path)
+
+    # --- caches ---------------------------------------------------------------------------------
+
+    def cache(self, name: str, *, max_buffer: int | None = None) -> ServiceCache:
+        """A :class:`ServiceCache` of service ``name``, to start (``async with``);
+        this object's :meth:`aclose` closes it if it is still open. ``max_buffer``
+        bounds each of its ``events()`` iterators (default 10,000)."""
+        self._life.check_open()
+        limit = DEFAULT_MAX_BUFFER if max_buffer is None else max_buffer
+        cache = ServiceCache(self, name, max_buffer=limit)
+        self._closables.add(cache)
+        return cache

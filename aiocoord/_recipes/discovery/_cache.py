@@ -1,0 +1,359 @@
+"""A local view of one service's instances, kept current (Curator's ServiceCache).
+
+Built on a :class:`~aiocoord.ChildrenCache` of ``<base>/<name>``: its one
+persistent recursive watch, its batched reads and its repair after a
+reconnection or a new session are this cache's too. A task reads the
+children cache's events, in order, and turns each node into a
+:class:`ServiceInstance`: the view here only ever follows what the children
+cache saw, so once changes stop it equals the server.
+
+A node that does not hold an instance (bytes Curator could not read either)
+is left out of the view, with a warning in the log, until it holds one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, Self
+
+from ... import _paths
+from ..._checks import check_int
+from ..._exceptions import ClientClosedError, CorruptValueError
+from ..._session import Broadcast, ChangeStream, Client, end_stream
+from .._kit._lifecycle import Lifecycle, Phase
+from ..caches import CacheEvent, CacheEventType, ChildrenCache
+from ._instance import ServiceInstance, check_node_name
+
+__all__ = ["DEFAULT_MAX_BUFFER", "ServiceCache", "ServiceCacheEvent", "ServiceCacheEventType"]
+
+log = logging.getLogger("aiocoord")
+
+DEFAULT_MAX_BUFFER = 10_000
+"""Events a cache's ``events()`` iterator holds before it overflows."""
+
+_INNER_BUFFER = 1_000_000
+"""Bound on the children cache events our task has not read yet (it reads them at once)."""
+
+
+class _Discovery(Protocol):
+    """What a cache needs of the :class:`~aiocoord.ServiceDiscovery` that made it."""
+
+    @property
+    def client(self) -> Client: ...
+
+    @property
+    def base_path(self) -> str: ...
+
+    def path_of(self, name: str, instance_id: str | None = None) -> str: ...
+
+
+class ServiceCacheEventType(enum.Enum):
+    """What a :class:`ServiceCacheEvent` reports."""
+
+    ADDED = "added"
+    """An instance appeared (``instance``)."""
+    UPDATED = "updated"
+    """An instance's data changed (``instance``: its new form)."""
+    REMOVED = "removed"
+    """An instance went (``instance``: its last known form)."""
+    INITIALIZED = "initialized"
+    """The first complete view (``instances``): once per iterator."""
+    RESYNCED = "resynced"
+    """The view was repaired after a reconnection or a session expiry, or an
+    iterator that overflowed starts again: ``instances`` is the whole view."""
+    OVERFLOWED = "overflowed"
+    """The iterator fell more than ``max_buffer`` events behind: its buffered events
+    were dropped, and RESYNCED (with the view) comes next."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceCacheEvent:
+    """One change of a :class:`ServiceCache`'s view, or a mark in its history.
+
+    ``instance`` is set for ADDED, UPDATED and REMOVED; ``instances`` (the whole
+    view, sorted by id) for INITIALIZED and RESYNCED.
+    """
+
+    type: ServiceCacheEventType
+    instance: ServiceInstance | None = None
+    instances: tuple[ServiceInstance, ...] | None = None
+
+
+class ServiceCache:
+    """The instances of one service, kept current on one watch (Curator's ServiceCache).
+
+    Made by :meth:`ServiceDiscovery.cache`: ``async with discovery.cache("api")
+    as cache:`` builds the view and keeps it until the block ends;
+    :meth:`instances` and :meth:`instance` read it without a round trip, and
+    ``async for event in cache.events():`` follows it (ADDED, UPDATED, REMOVED,
+    and RESYNCED after a reconnection or a session expiry). Every instance is
+    listed, also disabled ones (a provider skips those).
+
+    Events for one instance come in the order the server applied its changes
+    (a burst may be read once: intermediate versions can be skipped, never the
+    last one). After a reconnection or a new session the view is checked
+    against the server and repaired, then RESYNCED.
+    """
+
+    def __init__(
+        self,
+        discovery: _Discovery,
+        name: str,
+        *,
+        max_buffer: int = DEFAULT_MAX_BUFFER,
+    ) -> None:
+        self._name = check_node_name(name, "service name", discovery.base_path)
+        self._path = discovery.path_of(name)
+        check_int(max_buffer, "max_buffer", path=self._path, minimum=1)
+        self._discovery = discovery
+        self._max_buffer = max_buffer
+        self._inner = ChildrenCache(discovery.client, self._path, max_buffer=_INNER_BUFFER)
+        self._view: dict[str, ServiceInstance] = {}
+        self._corrupt: set[str] = set()
+        """Node names whose data is not an instance (warned about once each)."""
+        self._events: Broadcast[ServiceCacheEvent] = Broadcast(f"instances of {self._path!r}")
+        self._overflow = (
+            lambda: ServiceCacheEvent(ServiceCacheEventType.OVERFLOWED),
+            lambda: self._mark(ServiceCacheEventType.RESYNCED),
+        )
+        self._initialized = False
+        self._ready = asyncio.Event()
+        self._changed = asyncio.Event()
+        self._failure: BaseException | None = None
+        self._stopped = False
+        self._task: asyncio.Task[Any] | None = None
+        self._life = Lifecycle(
+            f"service cache {self._path!r}", self._open, self._shut, restartable=False
+        )
+
+    def __repr__(self) -> str:
+        life = getattr(self, "_life", None)
+        state = "new" if life is None else life.phase.value
+        if life is not None and life.phase is Phase.STARTED and self._failure is not None:
+            state = "failed"
+        return (
+            f"<ServiceCache {getattr(self, '_path', '?')!r} {state} "
+            f"instances={len(getattr(self, '_view', ()))}>"
+        )
+
+    # --- local reads -------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The service's name."""
+        return self._name
+
+    @property
+    def path(self) -> str:
+        """The service's node, ``<base>/<name>``, whose children are the instances."""
+        return self._path
+
+    @property
+    def initialized(self) -> bool:
+        """Whether the first complete view has been built."""
+        return self._initialized
+
+    def instances(self) -> list[ServiceInstance]:
+        """Every instance in the view now, sorted by id (disabled ones included)."""
+        return [self._view[key] for key in sorted(self._view)]
+
+    def instance(self, instance_id: str) -> ServiceInstance | None:
+        """The instance with that id in the view, or None."""
+        return self._view.get(instance_id)
+
+    def snapshot(self) -> Mapping[str, ServiceInstance]:
+        """The view now: a read-only mapping of id to instance, which later changes
+        do not touch."""
+        return types.MappingProxyType(dict(self._view))
+
+    # --- consumers -------------------------------------------------------------------------
+
+    def events(self, *, max_buffer: int | None = None) -> ChangeStream[ServiceCacheEvent]:
+        """Every event from now on, as a :class:`~aiocoord.ChangeStream` holding at
+        most ``max_buffer`` events (default: the cache's ``max_buffer``).
+
+        Made before the view is complete, it sees ADDED for each instance added
+        from then on, then INITIALIZED; made later, it starts with INITIALIZED.
+        Either way that event holds the whole view at that moment. A consumer
+        that falls behind reads OVERFLOWED, then RESYNCED with the view, then
+        the events from there on. Iteration ends when the cache closes, or
+        raises the error it stopped on.
+        """
+        limit = self._max_buffer if max_buffer is None else max_buffer
+        check_int(limit, "max_buffer", path=self._path, minimum=1)
+        if self._stopped or self._life.closed:
+            ended: ChangeStream[ServiceCacheEvent] = ChangeStream(
+                max_buffer=limit, name=f"instances of {self._path!r}"
+            )
+            end_stream(ended, self._failure)
+            return ended
+        first = [self._mark(ServiceCacheEventType.INITIALIZED)] if self._initialized else []
+        return self._events.subscribe(max_buffer=limit, overflow=self._overflow, first=first)
+
+    def add_listener(self, callback: Callable[[ServiceCacheEvent], object]) -> None:
+        """Call ``callback(event)`` for every event from now on, in order, from the
+        cache's task (a callback must not block; its errors are logged)."""
+        self._events.add_listener(callback, self._path)
+
+    def remove_listener(self, callback: Callable[[ServiceCacheEvent], object]) -> None:
+        """Stop calling ``callback``; one that is not registered is ignored."""
+        self._events.remove_listener(callback)
+
+    def _mark(self, kind: ServiceCacheEventType) -> ServiceCacheEvent:
+        return ServiceCacheEvent(kind, instances=tuple(self.instances()))
+
+    # --- life cycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Build the view and keep it current until :meth:`aclose`.
+
+        Returns once the view is built (a service with no node yet is an empty
+        view). Raises the error the first read failed with (the cache is
+        closed then), RuntimeError if started before, RecipeClosedError once
+        closed (also when :meth:`aclose` comes while this waits).
+        """
+        await self._life.start()
+
+    async def aclose(self) -> None:
+        """Stop following the server; iterators from :meth:`events` end (after what
+        they buffered). The view stays readable. Idempotent, and fine before
+        :meth:`start`."""
+        await self._life.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def wait_initialized(self) -> None:
+        """Wait until the first complete view is built (at once if it is). Raises
+        the error the cache stopped on, ClientClosedError if its client closed
+        first, RecipeClosedError if it was closed first."""
+        while not self._initialized:
+            if self._failure is not None:
+                raise self._failure
+            self._life.check_open()
+            if self._stopped:
+                raise ClientClosedError("client closed")
+            await self._changed.wait()
+
+    def _signal(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    async def _open(self) -> None:
+        inner = self._inner
+        stream = inner.events()  # before the start: every node's CREATED, then INITIALIZED
+        self._task = self._discovery.client.start_background(
+            self._follow(stream), name=f"aiocoord-service-cache {self._path}"
+        )
+        try:
+            await inner.start()
+            await self.wait_initialized()
+        except BaseException:
+            await self._halt()
+            raise
+
+    async def _shut(self, started: bool) -> None:
+        await self._halt()
+        self._finish(None)
+
+    async def _halt(self) -> None:
+        await self._inner.aclose()
+        task, self._task = self._task, None
+        if task is not None:
+            # The children cache's close ends our stream: the task finishes on its own.
+            await asyncio.wait([task])
+
+    def _finish(self, failure: BaseException | None) -> None:
+        if failure is not None and self._failure is None:
+            self._failure = failure
+        self._stopped = True
+        self._events.close(failure)
+        self._signal()
+
+    async def _follow(self, stream: ChangeStream[CacheEvent]) -> None:
+        """Turn the children cache's events into ours, in order, until it ends."""
+        failure: BaseException | None = None
+        try:
+            async with stream:
+                async for event in stream:
+                    self._apply(event)
+        except ClientClosedError:
+            pass
+        except Exception as error:
+            failure = error
+        finally:
+            self._finish(failure)
+
+    def _apply(self, event: CacheEvent) -> None:
+        kind = event.type
+        if kind in (CacheEventType.INITIALIZED, CacheEventType.RESYNCED):
+            # A whole view: after an overflow of our own reading, what we missed
+            # shows as the difference.
+            fresh: dict[str, ServiceInstance] = {}
+            for path, (data, _stat) in (event.snapshot or {}).items():
+                if path != self._path and data is not None:
+                    instance = self._parse(path, data)
+                    if instance is not None:
+                        fresh[_paths.basename(path)] = instance
+            for key in sorted(set(self._view) - set(fresh)):
+                self._publish(ServiceCacheEventType.REMOVED, self._view.pop(key))
+            for key in sorted(fresh):
+                if key not in self._view:
+                    self._view[key] = fresh[key]
+                    self._publish(ServiceCacheEventType.ADDED, fresh[key])
+                elif self._view[key] != fresh[key]:
+                    self._view[key] = fresh[key]
+                    self._publish(ServiceCacheEventType.UPDATED, fresh[key])
+            if kind is CacheEventType.INITIALIZED:
+                if not self._initialized:
+                    self._initialized = True
+                    self._events.publish(self._mark(ServiceCacheEventType.INITIALIZED))
+                    self._signal()
+            else:
+                self._events.publish(self._mark(ServiceCacheEventType.RESYNCED))
+            return
+        if kind is CacheEventType.OVERFLOWED or event.path == self._path:
+            return  # the service's own node: its instances' events tell the story
+        key = _paths.basename(event.path)
+        if kind is CacheEventType.DELETED:
+            self._corrupt.discard(key)
+            gone = self._view.pop(key, None)
+            if gone is not None:
+                self._publish(ServiceCacheEventType.REMOVED, gone)
+            return
+        instance = None if event.data is None else self._parse(event.path, event.data)
+        old = self._view.get(key)
+        if instance is None:
+            if old is not None:
+                del self._view[key]
+                self._publish(ServiceCacheEventType.REMOVED, old)
+            return
+        self._view[key] = instance
+        if old is None:
+            self._publish(ServiceCacheEventType.ADDED, instance)
+        elif old != instance:
+            self._publish(ServiceCacheEventType.UPDATED, instance)
+
+    def _parse(self, path: str, data: bytes) -> ServiceInstance | None:
+        key = _paths.basename(path)
+        try:
+            instance = ServiceInstance.from_json(data, path=path)
+        except CorruptValueError as error:
+            if key not in self._corrupt:
+                self._corrupt.add(key)
+                log.warning("service cache %r: leaving out %r: %s", self._path, path, error)
+            return None
+        self._corrupt.discard(key)
+        return instance
+
+    def _publish(self, kind: ServiceCacheEventType, instance: ServiceInstance) -> None:
+        self._events.publish(ServiceCacheEvent(kind, instance))
