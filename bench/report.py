@@ -41,6 +41,8 @@ UNITS = {
     "drain": "items/s",
     "cache_build": "nodes/s",
     "cache_events": "events/s",
+    "discovery_events": "changes seen/s",
+    "discovery_pick": "picks/s",
     "memory": "hand-offs/s",
 }
 NOISY_CORES = 0.25
@@ -247,6 +249,7 @@ def markdown(document: Row) -> str:
         body += _coordination_section(index)
         body += _queue_section(index)
         body += _cache_section(index)
+        body += _discovery_section(index)
         body += _memory_section(index)
         if len(configs) > 1:
             lines += [f"# Server {server['name']}: {server['title']}", ""]
@@ -560,7 +563,7 @@ def _latency_section(index: _Index) -> list[str]:
 COORDINATION = {"election": "handover", "barrier": "release"}
 """Scenarios measured as a latency per event, and the sample kind each records."""
 TITLES = {"election": "leader hand-over", "barrier": "double barrier release"}
-LATENCY_MEASURED = {**COORDINATION, "cache_events": "event"}
+LATENCY_MEASURED = {**COORDINATION, "cache_events": "event", "discovery_events": "event"}
 """Every scenario whose median run is chosen by a latency's p50, and its kind."""
 
 
@@ -796,6 +799,103 @@ def _cache_section(index: _Index) -> list[str]:
             "second), every value carrying its send time: from the set being sent to the "
             "cache's listener seeing the new value. Afterwards the view must hold the last "
             "value set on every leaf.",
+            "",
+            *_table(header, body),
+            "",
+        ]
+    return lines
+
+
+def _ns_per_pick(row: Row | None, point: str) -> float | None:
+    """A discovery_pick row's cost of one pick in ns: a batch's latency at ``point``
+    over the batch's size."""
+    batch = _latency(row, "batch", point)
+    if batch is None or row is None:
+        return None
+    return batch * 1e6 / float(row.get("extra", {}).get("batch") or 1)
+
+
+def _discovery_section(index: _Index) -> list[str]:
+    """Service discovery: cache event latency under churn, and the cost of a pick."""
+    lines: list[str] = []
+    body = []
+    for row in index.of("discovery_events"):
+        ok = _ok(row)
+        n = (row.get("latency_ms", {}).get("event") or {}).get("n", 0)
+        cells = [str(row["contenders"]), row["label"], f"{n:,}" if ok else "—"]
+        cells += [_ms(_latency(row, "event", p)) for p in ("p50", "p99", "max")]
+        cells += [_ms(_latency(row, kind, "p50")) for kind in ("register", "unregister")]
+        cells.append(f"{row['rate_spread']:.0%}" if ok else "—")
+        for point in ("p50", "p99"):
+            cells.append(_vs_ours(index, row, lambda r, p=point: _latency(r, "event", p)))
+        cells.append(_check(row))
+        body.append(cells)
+    if body:
+        header = [
+            "watchers",
+            "library",
+            "changes seen",
+            "p50",
+            "p99",
+            "max",
+            "register p50",
+            "unregister p50",
+            "spread (p50)",
+            "aiocoord ÷ this (p50)",
+            "aiocoord ÷ this (p99)",
+            "check (every view = the registrant's instances)",
+        ]
+        lines += [
+            "## Service discovery: cache event latency under registration churn (ms)",
+            "",
+            "N watchers, each a service cache in a session of its own (all in one process), "
+            "follow one service while a registrant (another session of that process) "
+            "unregisters its oldest instance and registers a new one, alternately, 100 times "
+            "a second (about 20 instances live; Curator's JSON with a map payload): from the "
+            "registrant's call starting to each watcher's cache showing the change. aiocoord "
+            "`ServiceDiscovery.cache()` (its event stream), Curator `ServiceCache` (its "
+            "listener says only that something changed: each watcher compares the ids it "
+            "holds). Afterwards every watcher must hold exactly the registrant's instances.",
+            "",
+            *_table(header, body),
+            "",
+        ]
+    body = []
+    for row in index.of("discovery_pick"):
+        ok = _ok(row)
+        strategy = row["variant"]
+        mine = index.get("discovery_pick", f"{OURS}/{strategy}", row["contenders"])
+        cells = [row["library"], strategy.replace("_", " ")]
+        median, p99 = _ns_per_pick(row, "p50"), _ns_per_pick(row, "p99")
+        cells += [f"{median:,.0f}" if median else "—", f"{p99:,.0f}" if p99 else "—"]
+        cells.append(_rate(row["rate"]) if ok else "—")
+        cells.append(f"{row['rate_spread']:.0%}" if ok else "—")
+        ratio = "—"
+        if row["library"] != OURS and _ok(mine):
+            ratio = _ratio(_ns_per_pick(mine, "p50"), median)
+        cells += [ratio, _check(row)]
+        body.append(cells)
+    if body:
+        header = [
+            "library",
+            "strategy",
+            "ns per pick (median batch)",
+            "ns per pick (p99 batch)",
+            "picks/s",
+            "spread",
+            "aiocoord ÷ this (same strategy)",
+            "check",
+        ]
+        lines += [
+            "## Service discovery: the cost of a pick (ns)",
+            "",
+            "A provider over a service of 10 instances (registered by another session, "
+            "already in its cache) asked for an instance in a loop, timed per batch of "
+            "1,000 picks; the cost of a pick is a batch's time over 1,000. aiocoord "
+            "`discovery.provider(name, strategy=...)`, Curator `ServiceProvider` with "
+            "`RoundRobinStrategy` and `RandomStrategy` (Curator has no power-of-two or "
+            "least-outstanding strategy). Checked after the loop: no pick without an "
+            "instance, every instance picked, round robin even within one.",
             "",
             *_table(header, body),
             "",

@@ -18,7 +18,8 @@ Environment: ``BENCH_SECONDS`` (measured seconds per run, default 10),
 seconds at the start of every run, default 5: Curator's JVM needs about that
 long to reach its steady speed), ``BENCH_WAITERS`` (waiters in the memory
 scenario, default what the runner offers: 10,000), ``BENCH_SERVERS``
-(comma-separated server configurations, default all: ``sync,nosync,ensemble``).
+(comma-separated server configurations, default all: ``sync,nosync,ensemble``),
+``BENCH_TAG`` (written as ``<date>-<tag>.*`` instead of ``<date>.*``).
 
 Run as ``.venv/bin/python -m bench.run`` or ``.venv/bin/python bench/run.py``.
 """
@@ -69,6 +70,8 @@ SCENARIOS = (
     "drain",
     "cache_build",
     "cache_events",
+    "discovery_events",
+    "discovery_pick",
     "memory",
 )
 SERVER_CORE, CLIENT_CORE = 0, 1
@@ -195,18 +198,22 @@ def python_runners() -> list[Runner]:
 
 
 def java_runners(build_dir: Path, notes: list[str]) -> list[Runner]:
-    """Compile Bench.java against Debian's Curator and ZooKeeper jars; its two runners."""
+    """Compile Bench.java (with BenchDiscovery.java) against Debian's Curator and
+    ZooKeeper jars; its two runners."""
     javac, java = shutil.which("javac"), shutil.which("java")
     recipes = JAVA_LIBS / "curator-recipes.jar"
-    if javac is None or java is None or not recipes.is_file():
+    discovery = JAVA_LIBS / "curator-x-discovery.jar"
+    if javac is None or java is None or not recipes.is_file() or not discovery.is_file():
         notes.append(
-            "Curator and the Java client were skipped: javac or curator-recipes.jar missing"
+            "Curator and the Java client were skipped: javac, curator-recipes.jar or "
+            "curator-x-discovery.jar missing"
         )
         return []
-    # curator-recipes.jar's manifest pulls in Curator's other jars, Guava and ZooKeeper.
-    compile_cp = str(recipes)
-    source = BENCH_DIR / "java" / "Bench.java"
-    command = [javac, "-Xlint:all,-path", "-d", str(build_dir), "-cp", compile_cp, str(source)]
+    # curator-recipes.jar's manifest pulls in Curator's other jars, Guava and ZooKeeper;
+    # curator-x-discovery.jar's, Jackson.
+    compile_cp = os.pathsep.join([str(recipes), str(discovery)])
+    sources = [str(BENCH_DIR / "java" / name) for name in ("Bench.java", "BenchDiscovery.java")]
+    command = [javac, "-Xlint:all,-path", "-d", str(build_dir), "-cp", compile_cp, *sources]
     done = subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
     if done.returncode != 0:
         notes.append(f"Bench.java did not compile: {done.stderr.strip()[-500:]}")
@@ -684,7 +691,8 @@ async def main() -> int:
         "results": report.summarize(runs),
     }
     RESULTS.mkdir(exist_ok=True)
-    written = report.write(document, RESULTS / today)
+    tag = os.environ.get("BENCH_TAG", "").strip()
+    written = report.write(document, RESULTS / (f"{today}-{tag}" if tag else today))
     for path in written:
         log(f"wrote {path.relative_to(REPO)}")
     failed = [r for r in runs if "error" in r]

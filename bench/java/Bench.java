@@ -7,7 +7,8 @@
  *   java Bench LIBRARY --list
  *
  * LIBRARY is "curator" (InterProcessMutex, DistributedAtomicLong, LeaderSelector,
- * DistributedDoubleBarrier, SimpleDistributedQueue, DistributedQueue, CuratorCache) or "java" (the
+ * DistributedDoubleBarrier, SimpleDistributedQueue, DistributedQueue, CuratorCache; service
+ * discovery's ServiceCache and ServiceProvider in BenchDiscovery.java) or "java" (the
  * plain client: pipelined async setData, sequential round trips). The result is
  * one JSON line on stdout. PATH exists already; everything goes below it.
  */
@@ -235,7 +236,10 @@ public final class Bench {
                     + ", " + offer("barrier", "", "8, 32")
                     + ", " + offer("queue", "simple", "1, 4, 8") + ", " + offer("queue", "distributed", "1, 4, 8")
                     + ", " + offer("drain", "simple", "1") + ", " + offer("drain", "distributed", "1")
-                    + ", " + offer("cache_build", "", "1") + ", " + offer("cache_events", "", "1");
+                    + ", " + offer("cache_build", "", "1") + ", " + offer("cache_events", "", "1")
+                    + ", " + offer("discovery_events", "", "1, 8, 32")
+                    + ", " + offer("discovery_pick", "round_robin", "1")
+                    + ", " + offer("discovery_pick", "random", "1");
             case "java" -> offer("pipelined", "", "1") + ", " + offer("latency", "", "1");
             default -> throw new IllegalArgumentException("unknown library " + library);
         };
@@ -261,6 +265,9 @@ public final class Bench {
             case "curator drain distributed" -> curatorDrain(args, true);
             case "curator cache_build" -> curatorCacheBuild(args);
             case "curator cache_events" -> curatorCacheEvents(args);
+            case "curator discovery_events" -> BenchDiscovery.events(args);
+            case "curator discovery_pick round_robin", "curator discovery_pick random" ->
+                    BenchDiscovery.pick(args);
             case "java pipelined" -> rawPipelined(args);
             case "java latency" -> rawLatency(args);
             default -> throw new IllegalArgumentException("not offered: " + key.trim());
