@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._discovery import check_cache, check_dead_gone, check_listed, check_unique
 from ._history import History, Op
 from ._layout import (
     AQUEUE,
@@ -1269,6 +1270,22 @@ CHECKS: tuple[Check, ...] = (
         _caches("children-cache", "ChildrenCache"),
     ),
     Check("group.members", "the group is exactly the members alive after the run", _group),
+    Check(
+        "discovery.listed",
+        "a live registrant is listed (with its last payload); only live ones at the end",
+        check_listed,
+    ),
+    Check(
+        "discovery.dead-gone",
+        "a killed registrant's instance disappears within a session timeout",
+        check_dead_gone,
+    ),
+    Check("discovery.unique", "no listing or cache view holds an id twice", check_unique),
+    Check(
+        "discovery.cache",
+        "each ServiceCache equals the server's instances after the run",
+        check_cache,
+    ),
     Check(
         "orphans.none",
         "no contender, lease, latch, member, barrier or taken-marker node left",

@@ -44,6 +44,7 @@ import aiocoord
 from aiocoord.testing import ZooKeeperEnsemble
 
 from ._checks import run_checks
+from ._discovery import read_discovery
 from ._history import HistoryWriter, load_history, merge_files
 from ._layout import (
     AQUEUE,
@@ -331,6 +332,7 @@ class Controller:
             for record in reply.get("records") or []:
                 self.history.write(dict(record))
         await self.read_group(client)
+        await read_discovery(client, self.history)
         for worker in self.workers:
             if worker.proc.returncode is None:
                 await worker.send({"cmd": "exit"})

@@ -34,6 +34,7 @@ RECIPES = (
     "dqueue",
     "idqueue",
     "group",
+    "discovery",
     "tree",
     "witness",
 )

@@ -77,6 +77,7 @@ from aiocoord import (
 )
 from aiocoord.testing import drop_connection, expire_session
 
+from ._discovery import DiscoveryDriver
 from ._history import HistoryWriter, Status
 from ._layout import (
     ACQUIRE_TIMEOUT,
@@ -289,6 +290,7 @@ class Worker:
         self.data_sure: dict[str, bool] = {}
         """Per kept member: whether its last data update surely reached the server."""
         self._serial = itertools.count(1)
+        self.discovery = DiscoveryDriver(self)
 
     # --- plumbing ---------------------------------------------------------------------
 
@@ -1375,16 +1377,14 @@ class Worker:
     async def finals(self) -> list[dict[str, Any]]:
         """What the controller records once the workers have stopped (``final``)."""
         standard, session = self.clients
-        return list(
-            await asyncio.gather(
-                self.cache_final("cache", self.cache, standard, TREE, None),
-                self.cache_final("node-cache", self.node_cache, session, NODE_CACHED, 0),
-                self.cache_final(
-                    "children-cache", self.children_cache, session, CHILDREN_CACHED, 1
-                ),
-                self.group_final(),
-            )
+        *records, discovery = await asyncio.gather(
+            self.cache_final("cache", self.cache, standard, TREE, None),
+            self.cache_final("node-cache", self.node_cache, session, NODE_CACHED, 0),
+            self.cache_final("children-cache", self.children_cache, session, CHILDREN_CACHED, 1),
+            self.group_final(),
+            self.discovery.final(),
         )
+        return [*records, *discovery]
 
     # --- running --------------------------------------------------------------------------------
 
@@ -1457,6 +1457,7 @@ class Worker:
             ("group", self.group_loop("group", standard)),
             ("tree", self.tree_loop("tree", standard)),
             ("witness", self.witness_loop("witness", session)),
+            *self.discovery.drivers(),
         ]
 
     async def connect(self) -> None:
@@ -1478,6 +1479,7 @@ class Worker:
             member = GroupMember(client, GROUP, participant_id=member_id, data=member_id.encode())
             await member.start()
             self.members.append(member)
+        await self.discovery.start()
 
     async def fault(self, command: dict[str, Any]) -> None:
         """Expire a session or drop a connection of one of our clients, as asked."""
@@ -1493,6 +1495,7 @@ class Worker:
             self.reply({"reply": command["cmd"], "ok": False, "error": _name(error)})
 
     async def aclose(self) -> None:
+        await self.discovery.aclose()
         for member in self.members:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(10):

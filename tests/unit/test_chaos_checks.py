@@ -480,6 +480,19 @@ BROKEN: dict[str, list[Record]] = {
     "workers.no-driver-bug": [
         *op("w0:1", "queue", "get", 1.0, 1.1, "unknown", error="driver bug: TypeError: ..."),
     ],
+    # A live registrant's instance is missing at the end, and a closed one's is left.
+    "discovery.listed": [
+        final("discovery-alive", worker="w0", instances={"w0-keep-0": {"payload": "1"}}),
+        final("discovery", instances={"w0-keep-1": "1"}),
+    ],
+    # A killed registrant's instance outlived its session by far, with no fault around.
+    "discovery.dead-gone": [
+        *op("w0:1", "discovery", "crash", 1.0, 20.0, id="w0-gone-1", killed=2.0, gone=19.0),
+    ],
+    "discovery.unique": [
+        *op("w0:1", "discovery", "list", 1.0, 1.1, server=["a", "b"], cache=["a", "b", "a"]),
+    ],
+    "discovery.cache": [final("discovery-cache", worker="w0", server=["a", "b"], view=["a"])],
 }
 
 HELD: dict[str, list[Record]] = {
@@ -773,6 +786,41 @@ HELD: dict[str, list[Record]] = {
         final("group-alive", worker="w1", members={"w1-keep-0": {"data": "63", "sure": False}}),
         final("group", members={"w0-keep-0": "61", "w1-keep-0": "62"}),
     ],
+    "discovery.listed": [
+        final("discovery-alive", worker="w0", instances={"w0-keep-0": {"payload": "1"}}),
+        # Its last update failed: the server may hold the payload from before.
+        final(
+            "discovery-alive", worker="w1", instances={"w1-keep-0": {"payload": "3", "sure": False}}
+        ),
+        final("discovery", instances={"w0-keep-0": "1", "w1-keep-0": "2"}),
+        *op(
+            "w0:1",
+            "discovery",
+            "crash",
+            1.0,
+            8.0,
+            id="w0-gone-1",
+            registered=1.5,
+            visible=True,
+            killed=2.0,
+            gone=6.1,
+        ),
+    ],
+    "discovery.dead-gone": [
+        *op("w0:1", "discovery", "crash", 1.0, 8.0, id="w0-gone-1", killed=2.0, gone=6.1),
+        # A leader change in between restarts every session's clock: excused.
+        *op("w1:1", "discovery", "crash", 10.0, 30.0, id="w1-gone-1", killed=11.0, gone=25.0),
+        {"type": "fault", "kind": "kill-leader", "t": 12.0, "end": 14.0},
+        # Never registered: nothing to judge.
+        *op("w1:2", "discovery", "crash", 31.0, 32.0, "fail", id="w1-gone-2"),
+        final("discovery", instances={"w0-keep-0": "1"}),
+    ],
+    "discovery.unique": [
+        *op("w0:1", "discovery", "list", 1.0, 1.1, server=["a", "b"], cache=["a", "b"]),
+        *op("w0:2", "discovery", "list", 2.0, 2.1, "fail", cache=["b"]),
+        final("discovery-cache", worker="w0", server=["b"], view=["b"]),
+    ],
+    "discovery.cache": [final("discovery-cache", worker="w0", server=["a", "b"], view=["b", "a"])],
 }
 
 NAMES = [check.name for check in CHECKS]
@@ -1198,3 +1246,20 @@ def test_a_session_policy_holder_is_left_to_the_fenced_store() -> None:
         *hold("w2:1", "mutex", 6.0, 6.5, args={"policy": "standard"}),
     ]
     assert verdict("mutex.holds", records).passed
+
+
+def test_a_registrant_listed_only_after_it_said_it_registered_fails() -> None:
+    result = verdict(
+        "discovery.listed",
+        [
+            final("discovery", instances={}),
+            *op("w0:1", "discovery", "crash", 1.0, 8.0, id="w0-gone-1", registered=1.5,
+                visible=False, killed=2.0, gone=6.1),
+        ],
+    )  # fmt: skip
+    assert any("did not list it" in p for p in result.problems), result.problems
+
+
+def test_a_killed_registrant_still_listed_at_the_end_fails() -> None:
+    result = verdict("discovery.dead-gone", [final("discovery", instances={"w0-gone-3": "1"})])
+    assert any("still listed" in p for p in result.problems), result.problems
