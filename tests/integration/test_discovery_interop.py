@@ -23,7 +23,13 @@ import pytest
 from _curator import finish, read_line, send_line, start_curator
 
 import aiocoord
-from aiocoord import ServiceDiscovery, ServiceInstance, ServiceType
+from aiocoord import (
+    ServiceCacheEvent,
+    ServiceCacheEventType,
+    ServiceDiscovery,
+    ServiceInstance,
+    ServiceType,
+)
 from aiocoord.testing import ZooKeeperTarget
 
 pytestmark = pytest.mark.timeout(90)
@@ -223,6 +229,48 @@ async def test_curators_instances_are_listed_and_looked_up_with_payload_and_uri_
         looked_up = await discovery.instance("api", "i-1")
         assert looked_up == listed[0]
         assert await discovery.instance("api", "nope") is None
+        assert await java.finish() == ["DONE"]
+
+
+async def test_our_cache_follows_curators_registrations(
+    curator_classpath: str, zookeeper: ZooKeeperTarget, coord: aiocoord.Client
+) -> None:
+    async with curator(curator_classpath, zookeeper, "full") as java:
+        await java.register(**java_instance("i-1"))
+        async with ServiceDiscovery(coord, BASE) as discovery, discovery.cache("api") as cache:
+            events = cache.events()
+            try:
+
+                async def next_change() -> ServiceCacheEvent:
+                    async with asyncio.timeout(WAIT):
+                        async for event in events:
+                            if event.type is not ServiceCacheEventType.INITIALIZED:
+                                return event
+                    raise AssertionError("the cache's events ended")
+
+                (first,) = cache.instances()
+                matches_java(first, (await java.instances("api"))[0])
+                await java.register(**java_instance("i-2", enabled=False, sslPort=8443))
+                added = await next_change()
+                assert added.type is ServiceCacheEventType.ADDED
+                assert added.instance is not None
+                matches_java(added.instance, (await java.instances("api"))[1])
+                assert not added.instance.enabled
+                await java.update(**java_instance("i-1", payload={"zone": "moved"}, port=1234))
+                updated = await next_change()
+                assert updated.type is ServiceCacheEventType.UPDATED
+                assert updated.instance is not None
+                assert (updated.instance.port, updated.instance.payload) == (
+                    1234,
+                    {"zone": "moved"},
+                )
+                await java.unregister("api", "i-2")
+                removed = await next_change()
+                assert removed.type is ServiceCacheEventType.REMOVED
+                assert removed.instance is not None and removed.instance.id == "i-2"
+                assert [i.id for i in cache.instances()] == ["i-1"]
+            finally:
+                await events.aclose()
         assert await java.finish() == ["DONE"]
 
 
