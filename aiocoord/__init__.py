@@ -79,11 +79,13 @@ from ._recipes.counters import PromotedToLock as PromotedToLock
 from ._recipes.counters import ShardedCounter as ShardedCounter
 from ._recipes.counters import SharedCount as SharedCount
 from ._recipes.counters import VersionedValue as VersionedValue
+from ._recipes.discovery import ProviderStrategy as ProviderStrategy
 from ._recipes.discovery import ServiceCache as ServiceCache
 from ._recipes.discovery import ServiceCacheEvent as ServiceCacheEvent
 from ._recipes.discovery import ServiceCacheEventType as ServiceCacheEventType
 from ._recipes.discovery import ServiceDiscovery as ServiceDiscovery
 from ._recipes.discovery import ServiceInstance as ServiceInstance
+from ._recipes.discovery import ServiceProvider as ServiceProvider
 from ._recipes.discovery import ServiceType as ServiceType
 from ._recipes.groups import GroupMember as GroupMember
 from ._recipes.leaders import LeaderElection as LeaderElection
@@ -228,6 +230,7 @@ __all__ = [
     "Pipeline",
     "PriorityQueue",
     "PromotedToLock",
+    "ProviderStrategy",
     "Queue",
     "QueueEmptyError",
     "QueueTake",
@@ -248,6 +251,7 @@ __all__ = [
     "ServiceCacheEventType",
     "ServiceDiscovery",
     "ServiceInstance",
+    "ServiceProvider",
     "ServiceType",
     "SessionError",
     "SessionErrorPolicy",

@@ -88,6 +88,13 @@ KINDS = [
         0,
         restartable=False,
     ),
+    Kind(
+        "ServiceProvider",
+        lambda c: ServiceDiscovery(c, "/").provider(BASE[1:]),
+        0,
+        0,
+        restartable=False,
+    ),
 ]
 
 

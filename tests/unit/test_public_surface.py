@@ -245,6 +245,11 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
         ("'/services/api'", "new", "instances=0"),
     ),
     (
+        "ServiceProvider",
+        lambda client: aiocoord.ServiceDiscovery(client, "/services").provider("api"),
+        ("'/services/api'", "new", "round_robin", "in_flight=0"),
+    ),
+    (
         "ServiceCacheEvent",
         lambda client: aiocoord.ServiceCacheEvent(aiocoord.ServiceCacheEventType.RESYNCED),
         ("RESYNCED",),

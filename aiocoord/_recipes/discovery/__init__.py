@@ -6,3 +6,5 @@ from ._cache import ServiceCacheEventType as ServiceCacheEventType
 from ._discovery import ServiceDiscovery as ServiceDiscovery
 from ._instance import ServiceInstance as ServiceInstance
 from ._instance import ServiceType as ServiceType
+from ._provider import ServiceProvider as ServiceProvider
+from ._strategies import ProviderStrategy as ProviderStrategy

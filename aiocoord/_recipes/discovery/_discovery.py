@@ -55,6 +55,8 @@ from .._kit._lifecycle import Lifecycle
 from .._kit._waits import Reconnects
 from ._cache import DEFAULT_MAX_BUFFER, ServiceCache
 from ._instance import ServiceInstance, ServiceType, check_node_name
+from ._provider import DEFAULT_DOWN_TIMEOUT, DEFAULT_ERROR_THRESHOLD, ServiceProvider
+from ._strategies import ProviderStrategy
 
 __all__ = ["ServiceDiscovery"]
 
@@ -94,7 +96,8 @@ class ServiceDiscovery:
 
     :meth:`names`, :meth:`instances` and :meth:`instance` read the server at
     each call, also before :meth:`start` and after :meth:`aclose`;
-    :meth:`cache` keeps a local view of one service.
+    :meth:`cache` keeps a local view of one service, and :meth:`provider`
+    picks instances from one.
 
     ``acl`` (default: the client's ``default_acl``) is the ACL of the instance
     nodes and of the missing parents made for them.
@@ -487,7 +490,7 @@ class ServiceDiscovery:
             return None
         return ServiceInstance.from_json(data, path=path)
 
-    # --- caches ---------------------------------------------------------------------------------
+    # --- caches and providers ---------------------------------------------------------------
 
     def cache(self, name: str, *, max_buffer: int | None = None) -> ServiceCache:
         """A :class:`ServiceCache` of service ``name``, to start (``async with``);
@@ -498,3 +501,26 @@ class ServiceDiscovery:
         cache = ServiceCache(self, name, max_buffer=limit)
         self._closables.add(cache)
         return cache
+
+    def provider(
+        self,
+        name: str,
+        *,
+        strategy: ProviderStrategy = ProviderStrategy.ROUND_ROBIN,
+        error_threshold: int = DEFAULT_ERROR_THRESHOLD,
+        down_timeout: float = DEFAULT_DOWN_TIMEOUT,
+    ) -> ServiceProvider:
+        """A :class:`ServiceProvider` of service ``name`` on a cache of its own, to
+        start (``async with``); this object's :meth:`aclose` closes it if still
+        open. ``strategy`` picks among the enabled instances that are not down;
+        one is down after ``error_threshold`` errors noted within
+        ``down_timeout`` seconds of its first (Curator's DownInstancePolicy)."""
+        self._life.check_open()
+        provider = ServiceProvider(
+            ServiceCache(self, name),
+            strategy=strategy,
+            error_threshold=error_threshold,
+            down_timeout=down_timeout,
+        )
+        self._closables.add(provider)
+        return provider

@@ -1,0 +1,212 @@
+"""Picking an instance of a service: a strategy over a service cache (Curator's ServiceProvider).
+
+The choice itself is pure (:mod:`._strategies`); this module keeps what it
+needs: the cache's view, the requests in flight through :meth:`using`, and
+the errors noted against each instance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import AsyncIterator
+from typing import Self
+
+import anyio
+
+from ..._checks import check_int, check_seconds, check_timeout
+from ..._exceptions import ArgumentTypeError, OperationTimeoutError
+from .._kit._lifecycle import Lifecycle, Phase
+from .._kit._waits import Deadline
+from ._cache import ServiceCache, ServiceCacheEvent
+from ._instance import ServiceInstance
+from ._strategies import Chooser, DownInstances, Key, ProviderStrategy, candidates_of, key_of
+
+__all__ = ["ServiceProvider"]
+
+DEFAULT_ERROR_THRESHOLD = 2
+"""Errors that take an instance out of rotation (Curator's DownInstancePolicy default)."""
+DEFAULT_DOWN_TIMEOUT = 30.0
+"""Seconds an instance stays out of rotation, counted from its first error (Curator's)."""
+
+
+class ServiceProvider:
+    """Picks instances of one service (Curator's ServiceProvider), from a
+    :class:`ServiceCache` it starts and closes with itself.
+
+    Made by :meth:`ServiceDiscovery.provider`: ``async with
+    discovery.provider("api", strategy=ProviderStrategy.LEAST_OUTSTANDING) as
+    provider:``, then ``async with provider.using() as instance:`` around each
+    request sent to ``instance``. :meth:`instance` only picks (no request is
+    counted); :meth:`using` picks, counts the request as in flight until its
+    block ends (what POWER_OF_TWO_CHOICES and LEAST_OUTSTANDING balance on),
+    and waits for an instance if there is none.
+
+    Disabled instances (``enabled=False``) are never picked, and neither is an
+    instance with ``error_threshold`` errors noted (:meth:`note_error`) within
+    ``down_timeout`` seconds of its first: Curator's DownInstancePolicy (2
+    errors, 30 s). In-flight counts are this provider's own: other clients'
+    requests are not seen.
+    """
+
+    def __init__(
+        self,
+        cache: ServiceCache,
+        *,
+        strategy: ProviderStrategy = ProviderStrategy.ROUND_ROBIN,
+        error_threshold: int = DEFAULT_ERROR_THRESHOLD,
+        down_timeout: float = DEFAULT_DOWN_TIMEOUT,
+    ) -> None:
+        if not isinstance(cache, ServiceCache):
+            raise ArgumentTypeError("cache", "a ServiceCache", cache)
+        path = cache.path
+        if not isinstance(strategy, ProviderStrategy):
+            raise ArgumentTypeError("strategy", "a ProviderStrategy", strategy, path)
+        check_int(error_threshold, "error_threshold", path=path, minimum=1)
+        seconds = check_seconds(down_timeout, "down_timeout", path=path)
+        self._cache = cache
+        self._chooser = Chooser(strategy, random.Random())
+        self._down = DownInstances(timeout=seconds, error_threshold=error_threshold)
+        self._outstanding: dict[Key, int] = {}
+        self._changed = asyncio.Event()
+        self._life = Lifecycle(
+            f"service provider {path!r}", self._open, self._shut, restartable=False
+        )
+
+    def __repr__(self) -> str:
+        cache = getattr(self, "_cache", None)
+        life = getattr(self, "_life", None)
+        chooser = getattr(self, "_chooser", None)
+        return (
+            f"<ServiceProvider {'?' if cache is None else cache.path!r} "
+            f"{'new' if life is None else life.phase.value} "
+            f"strategy={'?' if chooser is None else chooser.strategy.value} "
+            f"in_flight={sum(getattr(self, '_outstanding', {}).values())}>"
+        )
+
+    # --- local state ---------------------------------------------------------------------
+
+    @property
+    def cache(self) -> ServiceCache:
+        """The service cache this provider picks from (started and closed with it)."""
+        return self._cache
+
+    @property
+    def strategy(self) -> ProviderStrategy:
+        """How instances are picked."""
+        return self._chooser.strategy
+
+    def instances(self) -> list[ServiceInstance]:
+        """The instances a pick may return now: enabled and not down, sorted by id."""
+        return candidates_of(self._cache.instances(), self._down)
+
+    def instance(self) -> ServiceInstance | None:
+        """An instance picked by the strategy, or None if none may be picked now (or
+        the provider is not started). Counts no request: see :meth:`using`."""
+        return self._chooser.pick(self.instances(), self._outstanding)
+
+    def outstanding(self, instance: ServiceInstance) -> int:
+        """Requests in flight to ``instance`` through this provider's :meth:`using`."""
+        return self._outstanding.get(key_of(instance), 0)
+
+    def note_error(self, instance: ServiceInstance) -> None:
+        """Count an error against ``instance`` (a connect error, a 503 ...): after
+        ``error_threshold`` of them within ``down_timeout`` seconds of the first,
+        it is not picked until that time has passed."""
+        if not isinstance(instance, ServiceInstance):
+            raise ArgumentTypeError("instance", "a ServiceInstance", instance, self._cache.path)
+        self._down.note_error(instance)
+
+    def errors(self, instance: ServiceInstance) -> int:
+        """Errors noted against ``instance`` in its current window (0 once it ended)."""
+        return self._down.errors(instance)
+
+    # --- picking for a request -----------------------------------------------------------
+
+    def using(
+        self, *, timeout: float | None = None
+    ) -> contextlib.AbstractAsyncContextManager[ServiceInstance]:
+        """``async with provider.using() as instance:`` picks an instance and counts a
+        request in flight to it until the block ends.
+
+        With no instance to pick, waits for one (one registered, enabled, or
+        back from being down); raises :class:`~aiocoord.OperationTimeoutError`
+        if ``timeout`` passes first (``timeout=0``: only what is there now),
+        RecipeClosedError if the provider closes meanwhile, RuntimeError
+        before :meth:`start`. An error in the block is not noted by itself:
+        call :meth:`note_error` for the ones that say the instance is bad.
+        """
+        seconds = check_timeout(timeout, path=self._cache.path)
+        return self._using(seconds)
+
+    @contextlib.asynccontextmanager
+    async def _using(self, timeout: float | None) -> AsyncIterator[ServiceInstance]:
+        chosen = await self._wait_pick(timeout)
+        key = key_of(chosen)
+        self._outstanding[key] = self._outstanding.get(key, 0) + 1
+        try:
+            yield chosen
+        finally:
+            left = self._outstanding[key] - 1
+            if left:
+                self._outstanding[key] = left
+            else:
+                del self._outstanding[key]
+
+    async def _wait_pick(self, timeout: float | None) -> ServiceInstance:
+        if self._life.phase is Phase.NEW:
+            raise RuntimeError(f"{self!r} is not started: start it (or use async with) first")
+        deadline = Deadline(timeout)
+        while True:
+            self._life.check_open()
+            chosen = self.instance()
+            if chosen is not None:
+                return chosen
+            if deadline.passed:
+                raise OperationTimeoutError(
+                    f"no instance of {self._cache.path!r} to pick within {timeout:g} s"
+                )
+            waits = [w for w in (deadline.remaining(), self._down.next_change()) if w is not None]
+            changed = self._changed
+            with anyio.move_on_after(min(waits) if waits else None):
+                await changed.wait()
+
+    def _on_event(self, _event: ServiceCacheEvent) -> None:
+        self._signal()
+
+    def _signal(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    # --- life cycle ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the cache (its view built): picks may begin. RuntimeError if
+        started before, RecipeClosedError once closed."""
+        await self._life.start()
+
+    async def aclose(self) -> None:
+        """Close the cache; waiting :meth:`using` calls raise RecipeClosedError.
+        Idempotent, and fine before :meth:`start`."""
+        await self._life.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def _open(self) -> None:
+        self._cache.add_listener(self._on_event)
+        try:
+            await self._cache.start()
+        except BaseException:
+            self._cache.remove_listener(self._on_event)
+            raise
+
+    async def _shut(self, started: bool) -> None:
+        self._cache.remove_listener(self._on_event)
+        await self._cache.aclose()
+        self._signal()
