@@ -79,6 +79,7 @@ from ._recipes.counters import PromotedToLock as PromotedToLock
 from ._recipes.counters import ShardedCounter as ShardedCounter
 from ._recipes.counters import SharedCount as SharedCount
 from ._recipes.counters import VersionedValue as VersionedValue
+from ._recipes.discovery import DiscoveryTransport as DiscoveryTransport
 from ._recipes.discovery import ProviderStrategy as ProviderStrategy
 from ._recipes.discovery import ServiceCache as ServiceCache
 from ._recipes.discovery import ServiceCacheEvent as ServiceCacheEvent
@@ -184,6 +185,7 @@ __all__ = [
     "DeadlockError",
     "DelayQueue",
     "DetachedAcquireError",
+    "DiscoveryTransport",
     "DoubleBarrier",
     "DoubleBarrierEntry",
     "ErrorPolicy",

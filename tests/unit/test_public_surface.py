@@ -250,6 +250,13 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
         ("'/services/api'", "new", "round_robin", "in_flight=0"),
     ),
     (
+        "DiscoveryTransport",
+        lambda client: aiocoord.DiscoveryTransport(
+            aiocoord.ServiceDiscovery(client, "/services").provider("api"), retries=1
+        ),
+        ("'/services/api'", "retries=1"),
+    ),
+    (
         "ServiceCacheEvent",
         lambda client: aiocoord.ServiceCacheEvent(aiocoord.ServiceCacheEventType.RESYNCED),
         ("RESYNCED",),
