@@ -24,6 +24,7 @@ from _curator import finish, read_line, send_line, start_curator
 
 import aiocoord
 from aiocoord import (
+    ProviderStrategy,
     ServiceCacheEvent,
     ServiceCacheEventType,
     ServiceDiscovery,
@@ -271,6 +272,36 @@ async def test_our_cache_follows_curators_registrations(
                 assert [i.id for i in cache.instances()] == ["i-1"]
             finally:
                 await events.aclose()
+        assert await java.finish() == ["DONE"]
+
+
+@pytest.mark.parametrize("strategy", list(ProviderStrategy))
+async def test_our_provider_picks_curators_enabled_instances(
+    curator_classpath: str,
+    zookeeper: ZooKeeperTarget,
+    coord: aiocoord.Client,
+    strategy: ProviderStrategy,
+) -> None:
+    async with curator(curator_classpath, zookeeper, "full") as java:
+        for instance_id in ("i-1", "i-2", "i-3"):
+            await java.register(**java_instance(instance_id, enabled=instance_id != "i-2"))
+        async with (
+            ServiceDiscovery(coord, BASE) as discovery,
+            discovery.provider("api", strategy=strategy) as provider,
+        ):
+            assert [i.id for i in provider.instances()] == ["i-1", "i-3"]
+            picks = []
+            for _ in range(40):
+                async with provider.using() as picked:
+                    picks.append(picked.id)
+            assert set(picks) <= {"i-1", "i-3"}  # never the disabled i-2
+            if strategy is ProviderStrategy.ROUND_ROBIN:
+                assert picks.count("i-1") == picks.count("i-3") == 20
+            # Two errors take an instance out of rotation (Curator's DownInstancePolicy).
+            (three,) = [i for i in provider.instances() if i.id == "i-3"]
+            provider.note_error(three)
+            provider.note_error(three)
+            assert {provider.instance().id for _ in range(10)} == {"i-1"}  # type: ignore[union-attr]
         assert await java.finish() == ["DONE"]
 
 
