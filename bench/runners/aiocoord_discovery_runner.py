@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import aiocoord
-from aiocoord import ServiceDiscovery, ServiceInstance
+from aiocoord import ProviderStrategy, ServiceDiscovery, ServiceInstance
 
 from ._common import Offer, Result, RunArgs, Stats, Window, main, result
 
@@ -40,7 +40,7 @@ WATCHERS = (1, 8, 32)
 PICK_INSTANCES = 10
 PICK_BATCH = 1000
 CONVERGE_S = 30.0
-STRATEGIES = ("round_robin", "random", "sticky", "power_of_two_choices", "least_outstanding")
+STRATEGIES = tuple(strategy.value for strategy in ProviderStrategy)
 
 
 def _instance(instance_id: str, port: int) -> ServiceInstance:
@@ -170,14 +170,15 @@ async def _pick(args: RunArgs) -> Result:
         for index in range(PICK_INSTANCES):
             await registrant.register(_instance(f"i-{index}", 2000 + index))
         picker = await stack.enter_async_context(ServiceDiscovery(two, base))
-        provider = await stack.enter_async_context(picker.provider(SERVICE, strategy=args.variant))
+        strategy = ProviderStrategy(args.variant)
+        provider = await stack.enter_async_context(picker.provider(SERVICE, strategy=strategy))
         for _ in range(3000):  # until its cache holds every instance (30 s at most)
             if len(provider.instances()) >= PICK_INSTANCES:
                 break
             await asyncio.sleep(0.01)
         else:
             raise TimeoutError("the provider never saw every instance")
-        pick = provider.pick
+        pick = provider.instance  # a pick alone: using() also counts a request in flight
         window = Window(args.seconds, args.warmup)
         stats = Stats(window)
         nones = 0
