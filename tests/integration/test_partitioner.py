@@ -440,3 +440,23 @@ async def test_wait_stable_answers_false_on_timeout(started) -> None:
     async with Partitioner(client, PATH, ITEMS, settle=30) as part:
         assert await part.wait_stable(timeout=0.05) is False
         assert part.owned == frozenset()
+
+
+async def test_members_sharing_one_client_keep_apart(started) -> None:
+    """Two members on one client share its session: each claims, keeps and gives
+    back only its own claims."""
+    (client,) = await started(1)
+    watcher = Watcher()
+    first = Partitioner(client, PATH, ITEMS, participant_id="first", settle=SETTLE)
+    second = Partitioner(client, PATH, ITEMS, participant_id="second", settle=SETTLE)
+    watcher.follow(first)
+    watcher.follow(second)
+    async with first:
+        async with second:
+            assignment = await settled(watcher, [first, second], ITEMS)
+            assert sorted(len(items) for items in assignment.values()) == [5, 5]
+            assert await claims_on_server(client) == owner_of(assignment)
+        watcher.forget(second)
+        await settled(watcher, [first], ITEMS)
+        assert await claims_on_server(client) == dict.fromkeys(ITEMS, "first")
+    assert watcher.overlaps == []

@@ -69,10 +69,11 @@ from ..._session import (
     run_cleanup,
     track_sends,
 )
-from ..._types import ACL
+from ..._types import ACL, Stat
 from .._kit._args import generated_participant_id, recipe_path
 from .._kit._lifecycle import Lifecycle, Phase
 from .._kit._participants import Participant
+from .._kit._waits import wait_gone
 from ._rules import assign, parse_items
 
 __all__ = ["Assignment", "PartitionItems", "Partitioner"]
@@ -179,6 +180,10 @@ def _check_weight(weight: object, path: str) -> float:
     return value
 
 
+def _owned_by_other(owner: int, stat: Stat) -> bool:
+    return stat.ephemeral_owner != owner
+
+
 def _member_weight(data: bytes) -> float | None:
     """A member node's weight, None if its data is not a member's."""
     try:
@@ -273,6 +278,9 @@ class Partitioner:
         self._signature: object = None
         self._changed_at = 0.0
         self._bad_items: bytes | None = None
+        self._sessions: set[int] = set()
+        """Every session this member has taken part in: a node of an earlier one is
+        ours, on its way out, not another member's."""
 
     def _checked_item(self, item: object) -> str:
         return _check_name(self._path, _CLAIM, item, "item")
@@ -467,6 +475,7 @@ class Partitioner:
                 if self._items_node is not None:
                     self._items = tuple(await self._read_items_strictly())
                 client.add_listener(self._on_state)
+                self._sessions.add(client.session_id)
                 await retry_on_connection_loss(client, lambda: self._join(client.session_id))
                 self._runner = client.start_background(
                     self._run(), name=f"aiocoord-partitioner {self._member_node}"
@@ -535,9 +544,16 @@ class Partitioner:
                 found = await client.exists(self._member_node)
                 if found is None:
                     continue
-                if found.ephemeral_owner != session or client.session_id != session:
+                owner = found.ephemeral_owner
+                if owner == session and client.session_id == session:
+                    return
+                if owner not in self._sessions:
                     raise MemberIdInUseError(self._member_node) from None
-                return
+                # Our own previous session: the client gave it up (it was out of reach
+                # for a session timeout), but the server has not expired it yet.
+                await wait_gone(
+                    client, self._member_node, gone_if=functools.partial(_owned_by_other, owner)
+                )
 
     async def _leave(self) -> None:
         """Give back every claim of the current session, then delete our member node."""
@@ -560,15 +576,20 @@ class Partitioner:
                     await retry_on_connection_loss(client, lambda: client.delete(self._member_node))
 
     async def _claim_stats(self, items: list[str]) -> list[int]:
-        """The owning session of each item's claim (0 if none)."""
+        """The owning session of each item's claim if it is this member's (0 if the
+        claim is gone or another member's)."""
         pipeline = self._client.pipeline()
         for item in items:
-            pipeline.exists(f"{self._path}/{_CLAIM}{item}")
+            pipeline.get(f"{self._path}/{_CLAIM}{item}")
         owners = []
         for result in await pipeline.execute():
-            if isinstance(result, Exception):
+            if isinstance(result, NoNodeError):
+                owners.append(0)
+            elif isinstance(result, Exception):
                 raise result
-            owners.append(0 if result is None else result.ephemeral_owner)
+            else:
+                data, stat = result
+                owners.append(stat.ephemeral_owner if data == self._id.encode() else 0)
         return owners
 
     async def _give_back(self, item: str, grant: _Grant | None) -> None:
@@ -653,6 +674,7 @@ class Partitioner:
         client = self._client
         await client.wait_connected()
         session = client.session_id
+        self._sessions.add(session)
         self._round_expired = False
         watches: list[PersistentWatch] = []
         pumps: list[asyncio.Task[Any]] = []
@@ -746,7 +768,9 @@ class Partitioner:
     def _is_member(self, snapshot: _Snapshot, session: int) -> bool:
         found = snapshot.members.get(self._id)
         if found is not None and found.session != session:
-            raise MemberIdInUseError(self._member_node)
+            if found.session not in self._sessions:
+                raise MemberIdInUseError(self._member_node)
+            return False  # our previous session's node: _join waits for it to go
         return found is not None
 
     @staticmethod
@@ -772,11 +796,16 @@ class Partitioner:
             for item, claim in snapshot.claims.items()
         )
 
+    def _ours(self, claim: _Claim, session: int) -> bool:
+        """Whether a claim is this member's: its id, in its session (other
+        partitioners on the same client share the session)."""
+        return claim.owner == self._id and claim.session == session
+
     def _check_grants(self, snapshot: _Snapshot, session: int) -> None:
         """Drop grants the server no longer backs (a claim deleted by someone else)."""
         for item, grant in list(self._grants.items()):
             claim = snapshot.claims.get(item)
-            if claim is None or claim.session != session or claim.czxid != grant.token:
+            if claim is None or not self._ours(claim, session) or claim.czxid != grant.token:
                 log.warning("partitioner %r: lost item %r", self._member_node, item)
                 del self._grants[item]
 
@@ -787,7 +816,7 @@ class Partitioner:
         adopt = [
             item
             for item, claim in snapshot.claims.items()
-            if claim.session == session and item not in self._grants
+            if self._ours(claim, session) and item not in self._grants
         ]
         for item in adopt:
             stat = await self._client.exists(f"{self._path}/{_TOKEN}{item}")
