@@ -33,6 +33,7 @@ from ._layout import (
     SHARDED_UPPER,
     STRAY_CANCEL,
 )
+from ._partitions import PARTITION_ITEMS, partition_fenced, partition_owned, store_resource
 
 __all__ = ["CHECKS", "Check", "Verdict", "run_checks"]
 
@@ -1285,6 +1286,32 @@ CHECKS: tuple[Check, ...] = (
         "discovery.cache",
         "each ServiceCache equals the server's instances after the run",
         check_cache,
+    ),
+    Check(
+        "partition.store",
+        "fenced writes of an item's owners never interleave",
+        _all_of(
+            *(
+                # One grant serves many writes (operations), all with its token.
+                (item, _store_exclusive(store_resource(item), unique_tokens=False))
+                for item in PARTITION_ITEMS
+            )
+        ),
+    ),
+    Check(
+        "partition.told",
+        "a partitioner member turned away was told it lost the item",
+        _loss_told("partition", *(store_resource(item) for item in PARTITION_ITEMS)),
+    ),
+    Check(
+        "partition.fenced",
+        "ZooKeeper refused every fenced write of an item's former owner",
+        partition_fenced,
+    ),
+    Check(
+        "partition.owned",
+        "once the nemesis stopped every item has one owner, as its members believe",
+        partition_owned,
     ),
     Check(
         "orphans.none",

@@ -68,6 +68,7 @@ from ._layout import (
     WITNESS,
 )
 from ._nemesis import FAULT_KINDS, Fault, Nemesis, Partitioner, schedule
+from ._partitions import read_partitions
 from ._report import render
 from ._store import FencedStore, StoreServer
 from ._worker import CACHE_SETTLE, STOP_BOUND, WorkerConfig
@@ -333,6 +334,7 @@ class Controller:
                 self.history.write(dict(record))
         await self.read_group(client)
         await read_discovery(client, self.history)
+        await read_partitions(client, self.history)
         for worker in self.workers:
             if worker.proc.returncode is None:
                 await worker.send({"cmd": "exit"})

@@ -291,6 +291,9 @@ class Worker:
         """Per kept member: whether its last data update surely reached the server."""
         self._serial = itertools.count(1)
         self.discovery = DiscoveryDriver(self)
+        from ._partition_worker import Partitions  # it builds on this module
+
+        self.partitions = Partitions(self)
 
     # --- plumbing ---------------------------------------------------------------------
 
@@ -1377,14 +1380,15 @@ class Worker:
     async def finals(self) -> list[dict[str, Any]]:
         """What the controller records once the workers have stopped (``final``)."""
         standard, session = self.clients
-        *records, discovery = await asyncio.gather(
+        *records, discovery, partitions = await asyncio.gather(
             self.cache_final("cache", self.cache, standard, TREE, None),
             self.cache_final("node-cache", self.node_cache, session, NODE_CACHED, 0),
             self.cache_final("children-cache", self.children_cache, session, CHILDREN_CACHED, 1),
             self.group_final(),
             self.discovery.final(),
+            self.partitions.final(),
         )
-        return [*records, *discovery]
+        return [*records, partitions, *discovery]
 
     # --- running --------------------------------------------------------------------------------
 
@@ -1455,6 +1459,7 @@ class Worker:
             ("idqueue", self.id_queue_loop("idqueue", standard)),
             ("idqueue-get", self.get_loop("idqueue-get", "idqueue", idqueue, 0.2)),
             ("group", self.group_loop("group", standard)),
+            *self.partitions.drivers(self.clients),
             ("tree", self.tree_loop("tree", standard)),
             ("witness", self.witness_loop("witness", session)),
             *self.discovery.drivers(),
@@ -1480,6 +1485,7 @@ class Worker:
             await member.start()
             self.members.append(member)
         await self.discovery.start()
+        await self.partitions.start(self.clients)
 
     async def fault(self, command: dict[str, Any]) -> None:
         """Expire a session or drop a connection of one of our clients, as asked."""
@@ -1496,6 +1502,7 @@ class Worker:
 
     async def aclose(self) -> None:
         await self.discovery.aclose()
+        await self.partitions.aclose()
         for member in self.members:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(10):

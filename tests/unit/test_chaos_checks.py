@@ -476,6 +476,61 @@ BROKEN: dict[str, list[Record]] = {
         final("group-alive", worker="w0", members={"w0-keep-0": {"data": "61", "sure": True}}),
         final("group", members={"w0-keep-0": "61", "w0-group-3": "62"}),
     ],
+    # The store accepted a second owner's begin inside the first one's section.
+    "partition.store": [
+        write(1, "partition-p0", "w0:1", 10, "begin"),
+        write(2, "partition-p0", "w1:1", 12, "begin"),
+        write(3, "partition-p0", "w0:1", 10, "end"),
+    ],
+    # Turned away by the store, yet the write ended as if nothing was lost.
+    "partition.told": [
+        write(1, "partition-p1", "w0:1", 12, "begin"),
+        write(2, "partition-p1", "w1:1", 10, "begin", accepted=False),
+        *op("w1:1", "partition", "write", 1.0, 2.0, "ok", token=10, rejected=True),
+    ],
+    # The former owner's fenced write (token 10) was applied after the new owner's (12).
+    "partition.fenced": [
+        *op(
+            "w0:1",
+            "partition",
+            "write",
+            1.0,
+            2.0,
+            args={"item": "p0"},
+            token=12,
+            fenced="applied",
+            zxid=0x20,
+        ),
+        *op(
+            "w1:1",
+            "partition",
+            "write",
+            1.0,
+            2.0,
+            args={"item": "p0"},
+            token=10,
+            fenced="applied",
+            zxid=0x21,
+        ),
+    ],
+    # p1 is claimed by nobody, and w0-keep-0 believes it owns p1 too.
+    "partition.owned": [
+        final(
+            "partition-owned",
+            worker="w0",
+            members={"w0-keep-0": {"owned": ["p0", "p1"], "stable": True}},
+        ),
+        final(
+            "partitions",
+            claims={
+                "p0": "w0-keep-0",
+                "p2": "w0-keep-0",
+                "p3": "w0-keep-0",
+                "p4": "w0-keep-0",
+                "p5": "w0-keep-0",
+            },
+        ),
+    ],
     # Queue.get() called with an argument it no longer takes: every get "unknown".
     "workers.no-driver-bug": [
         *op("w0:1", "queue", "get", 1.0, 1.1, "unknown", error="driver bug: TypeError: ..."),
@@ -780,6 +835,75 @@ HELD: dict[str, list[Record]] = {
     ],
     "nodecache.converged": [final("node-cache", worker="w0", equal=True, nodes=1)],
     "childrencache.converged": [final("children-cache", worker="w1", equal=True, nodes=3)],
+    "partition.store": [
+        write(1, "partition-p0", "w0:1", 10, "begin"),
+        write(2, "partition-p0", "w0:1", 10, "end"),
+        write(3, "partition-p0", "w1:1", 12, "begin"),
+        write(4, "partition-p0", "w1:1", 12, "end"),
+    ],
+    "partition.told": [
+        write(1, "partition-p1", "w0:1", 12, "begin"),
+        write(2, "partition-p1", "w1:1", 10, "begin", accepted=False),
+        *op("w1:1", "partition", "write", 1.0, 2.0, "fail", token=10, rejected=True, lost=True),
+    ],
+    "partition.fenced": [
+        *op(
+            "w0:1",
+            "partition",
+            "write",
+            1.0,
+            2.0,
+            args={"item": "p0"},
+            token=10,
+            fenced="applied",
+            zxid=0x20,
+        ),
+        *op(
+            "w1:1",
+            "partition",
+            "write",
+            1.0,
+            2.0,
+            args={"item": "p0"},
+            token=12,
+            fenced="applied",
+            zxid=0x21,
+        ),
+        *op(
+            "w0:2",
+            "partition",
+            "write",
+            1.0,
+            2.0,
+            "fail",
+            args={"item": "p0"},
+            token=10,
+            fenced="refused",
+        ),
+    ],
+    "partition.owned": [
+        final(
+            "partition-owned",
+            worker="w0",
+            members={"w0-keep-0": {"owned": ["p0", "p1", "p2"], "stable": True}},
+        ),
+        final(
+            "partition-owned",
+            worker="w1",
+            members={"w1-keep-0": {"owned": ["p3", "p4", "p5"], "stable": True}},
+        ),
+        final(
+            "partitions",
+            claims={
+                "p0": "w0-keep-0",
+                "p1": "w0-keep-0",
+                "p2": "w0-keep-0",
+                "p3": "w1-keep-0",
+                "p4": "w1-keep-0",
+                "p5": "w1-keep-0",
+            },
+        ),
+    ],
     "group.members": [
         final("group-alive", worker="w0", members={"w0-keep-0": {"data": "61", "sure": True}}),
         # Its last update failed: the server may hold the data from before.
