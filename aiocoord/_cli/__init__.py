@@ -25,6 +25,7 @@ from ._commands import (
 from ._exit import CliError, ExitCode, error_to_exit
 from ._inspect import inspect_command
 from ._output import configure_logging, log, restore_logging
+from ._partition import partition_command
 from ._server import server_command
 from ._session import Interrupts
 from ._top import top_command
@@ -35,6 +36,7 @@ HANDLERS: dict[str, Handler] = {
     "server": server_command,
     "lock": lock_command,
     "elect": elect_command,
+    "partition": partition_command,
     "counter": counter_command,
     "barrier": barrier_command,
     "queue": queue_command,

@@ -55,6 +55,7 @@ def _number(kind: str, convert: Callable[[str], Any], check: Callable[[Any], boo
 
 _seconds = _number("a number of seconds >= 0", float, lambda v: v >= 0 and math.isfinite(v))
 _positive_seconds = _number("a number of seconds > 0", float, lambda v: v > 0 and math.isfinite(v))
+_positive_number = _number("a number > 0", float, lambda v: v > 0 and math.isfinite(v))
 _positive_int = _number("a whole number >= 1", int, lambda v: v >= 1)
 _integer = _number("a whole number", int, lambda v: True)
 _port = _number("a port number (0 picks a free one)", int, lambda v: 0 <= v < 65536)
@@ -264,6 +265,41 @@ def build_parser(handlers: dict[str, Handler]) -> tuple[Parser, dict[str, Parser
     )
     _add_grace(elect)
     _add_command_argument(elect)
+
+    partition = add(
+        "partition",
+        "run a command with the items this member owns; run it again when they change",
+        "  aiocoord partition /partitions/orders --items s0,s1,s2,s3 -- ./consume.sh\n"
+        "  aiocoord partition /partitions/orders --items-node /config/shards -- ./consume.sh\n\n"
+        "Joins a Partitioner at PATH and runs the command while this member owns\n"
+        "items, with them in $AIOCOORD_ITEMS (comma-separated) and their fencing\n"
+        "tokens in $AIOCOORD_FENCING_TOKENS (item=token,...). When the items change\n"
+        "(a member joins or leaves, the connection drops, the item node is edited),\n"
+        "the command gets SIGTERM (SIGKILL after --grace) and runs again with the new\n"
+        "items; while the member owns nothing, nothing runs. When the command exits\n"
+        "by itself, the member gives its items back and its status passes through.",
+    )
+    partition.add_argument("path", metavar="PATH")
+    items = partition.add_mutually_exclusive_group(required=True)
+    items.add_argument("--items", metavar="A,B,C", help="the items, comma-separated")
+    items.add_argument(
+        "--items-node",
+        metavar="NODE",
+        help="read the items from NODE (a JSON list of names; a change rebalances)",
+    )
+    partition.add_argument("--id", help="this member's id (default host:pid:random hex)")
+    partition.add_argument(
+        "--weight", metavar="W", type=_positive_number, default=1.0, help="its share (default 1)"
+    )
+    partition.add_argument(
+        "--settle",
+        metavar="SECONDS",
+        type=_seconds,
+        default=1.0,
+        help="act once membership has been quiet this long (default 1)",
+    )
+    _add_grace(partition)
+    _add_command_argument(partition)
 
     counter = add(
         "counter",

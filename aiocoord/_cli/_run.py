@@ -9,7 +9,7 @@ import ctypes
 import os
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,9 +57,13 @@ def _die_with_parent() -> Callable[[], None] | None:
     return setup
 
 
-async def _start(command: Sequence[str]) -> asyncio.subprocess.Process:
+async def _start(
+    command: Sequence[str], env: Mapping[str, str] | None = None
+) -> asyncio.subprocess.Process:
     try:
-        return await asyncio.create_subprocess_exec(*command, preexec_fn=_die_with_parent())
+        return await asyncio.create_subprocess_exec(
+            *command, preexec_fn=_die_with_parent(), env=env
+        )
     except FileNotFoundError as error:
         raise CliError(ExitCode.NOT_FOUND, f"{command[0]}: command not found") from error
     except OSError as error:
@@ -87,15 +91,17 @@ async def run_command(
     *,
     lost: Callable[[], Coroutine[Any, Any, str]] | None = None,
     grace: float = 10.0,
+    env: Mapping[str, str] | None = None,
 ) -> Finished:
     """Run ``command`` (stdin, stdout and stderr passed through) until it exits, or
     until the coroutine ``lost()`` makes returns a reason: then stop it (see
     :func:`_stop`). ``lost`` is called in the caller's task once the command runs.
 
+    ``env``: the command's environment (default: ours).
     Signals the CLI receives meanwhile go to the command (see :class:`Interrupts`).
     If this is cancelled, the command is killed before the cancellation goes on.
     """
-    proc = await _start(command)
+    proc = await _start(command, env)
     interrupts.child = proc
     waiter = asyncio.ensure_future(proc.wait())
     watcher = asyncio.ensure_future(lost()) if lost is not None else None
