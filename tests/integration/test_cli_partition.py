@@ -89,11 +89,7 @@ async def test_the_command_runs_with_its_items_and_again_when_they_change(
         assert other.owned == {"c"}
     assert await line(proc) == "items a,b,c 3"
     # The command ends by itself: the member leaves, and its status passes through.
-    assert proc.stdin is not None
-    proc.stdin.write(b"\n")
-    await proc.stdin.drain()
-    assert await line(proc) == "end"
-    assert await asyncio.wait_for(proc.wait(), WAIT) == 0
+    await finish(proc)
     assert [n for n in await coord.children(PATH) if not n.startswith("token-")] == []
 
 
@@ -103,6 +99,16 @@ async def test_items_from_a_node(zookeeper: ZooKeeperTarget, member, coord) -> N
     assert await line(proc) == "items x,y 2"
     await coord.set("/cfg/items", b'["y", "z"]')
     assert await line(proc) == "items y,z 2"
+    await finish(proc)
+
+
+async def finish(proc: asyncio.subprocess.Process) -> None:
+    """End the command (a line on its stdin): the member leaves, and the CLI exits 0."""
+    assert proc.stdin is not None
+    proc.stdin.write(b"\n")
+    await proc.stdin.drain()
+    assert await line(proc) == "end"
+    assert await asyncio.wait_for(proc.wait(), WAIT) == 0
 
 
 async def test_usage_errors(zookeeper: ZooKeeperTarget) -> None:
