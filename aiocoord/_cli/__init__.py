@@ -22,6 +22,7 @@ from ._commands import (
     revoke_command,
     watch_command,
 )
+from ._discover import discover_command
 from ._exit import CliError, ExitCode, error_to_exit
 from ._inspect import inspect_command
 from ._output import configure_logging, log, restore_logging
@@ -44,6 +45,7 @@ HANDLERS: dict[str, Handler] = {
     "top": top_command,
     "revoke": revoke_command,
     "watch": watch_command,
+    "discover": discover_command,
 }
 
 

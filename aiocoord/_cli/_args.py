@@ -392,6 +392,49 @@ def build_parser(handlers: dict[str, Handler]) -> tuple[Parser, dict[str, Parser
     )
     top.set_defaults(interrupt_ok=True)
 
+    discover = add(
+        "discover",
+        "register a service instance, or list or watch them (Curator's service discovery)",
+        "  aiocoord discover register api --address 10.0.0.7 --port 8080     # until Ctrl-C\n"
+        "  aiocoord discover register api --address $(hostname) --port 8080 \\\n"
+        '      --payload \'{"zone": "eu-1"}\' -- ./serve.sh   # while the command runs\n'
+        "  aiocoord discover list                  # every service under --base\n"
+        "  aiocoord discover list api --json\n"
+        "  aiocoord discover watch api             # added, updated, removed, resynced\n\n"
+        "Instances are Curator's (curator-x-discovery): <base>/<name>/<id> holding its\n"
+        "JSON, so Java services using Curator's ServiceDiscovery on the same base path\n"
+        "see these and the reverse. A registered instance stays while this process\n"
+        "runs (a dynamic one comes back after a session expiry); it is unregistered\n"
+        "when the command ends or this process is interrupted (a permanent one stays).",
+    )
+    discover.add_argument("action", choices=["register", "list", "watch"])
+    discover.add_argument("service", metavar="NAME", nargs="?", help="the service's name")
+    discover.add_argument(
+        "--base",
+        metavar="PATH",
+        default="/services",
+        help="the base path of the services (default /services)",
+    )
+    discover.add_argument("--address", metavar="HOST", help="register: the instance's address")
+    discover.add_argument("--port", metavar="N", type=_port, help="register: its port")
+    discover.add_argument("--ssl-port", metavar="N", type=_port, help="register: its TLS port")
+    discover.add_argument("--id", help="register: the instance's id (default a random UUID)")
+    discover.add_argument(
+        "--payload", metavar="JSON", help="register: any JSON value (an object for Java's Map)"
+    )
+    discover.add_argument(
+        "--type",
+        choices=["dynamic", "static", "permanent"],
+        default="dynamic",
+        help="register: dynamic (ephemeral, the default), static or permanent (persistent)",
+    )
+    discover.add_argument(
+        "--uri-spec", metavar="TEMPLATE", help="register: e.g. '{scheme}://{address}:{port}'"
+    )
+    discover.add_argument("--json", action="store_true", help="list, watch: JSON output")
+    _add_command_argument(discover)
+    discover.set_defaults(interrupt_ok=True, command_optional=True)
+
     watch = add(
         "watch",
         "print a node's changes (with --recursive, its subtree's) until interrupted",
@@ -427,7 +470,7 @@ def parse(handlers: dict[str, Handler], argv: Sequence[str]) -> argparse.Namespa
             if args.command:
                 sub.error(f"unexpected {' '.join(args.command)!r} before --")
             args.command = command
-        if not args.command:
+        if not args.command and not getattr(args, "command_optional", False):
             sub.error("which command should run? Give it after --")
     elif command is not None:
         args = parser.parse_args(argv)
@@ -445,5 +488,24 @@ def parse(handlers: dict[str, Handler], argv: Sequence[str]) -> argparse.Namespa
             sub.error("queue get takes no ITEM")
         if args.action == "put" and args.timeout is not None:
             sub.error("--timeout goes with queue get")
+    if args.name == "discover":
+        _check_discover(args, sub)
     args.verbosity = -1 if args.quiet else args.verbose
     return args
+
+
+_REGISTER_ONLY = ("address", "port", "ssl_port", "id", "payload", "uri_spec")
+
+
+def _check_discover(args: argparse.Namespace, sub: Parser) -> None:
+    if args.action == "register":
+        if args.service is None or args.address is None:
+            sub.error("discover register needs NAME and --address")
+    else:
+        if args.action == "watch" and args.service is None:
+            sub.error("discover watch needs NAME")
+        given = [f"--{o.replace('_', '-')}" for o in _REGISTER_ONLY if getattr(args, o)]
+        if given or args.type != "dynamic":
+            sub.error(f"{(given or ['--type'])[0]} goes with discover register")
+        if args.command:
+            sub.error("only discover register runs a command")
