@@ -91,6 +91,7 @@ from ._recipes.discovery import ServiceType as ServiceType
 from ._recipes.groups import GroupMember as GroupMember
 from ._recipes.leaders import LeaderElection as LeaderElection
 from ._recipes.leaders import LeaderLatch as LeaderLatch
+from ._recipes.leaders import LeaderObserver as LeaderObserver
 from ._recipes.locks import Lease as Lease
 from ._recipes.locks import Lockable as Lockable
 from ._recipes.locks import MultiLock as MultiLock
@@ -202,6 +203,7 @@ __all__ = [
     "InvalidPathError",
     "LeaderElection",
     "LeaderLatch",
+    "LeaderObserver",
     "LeadershipLostError",
     "Lease",
     "LeaseHeldError",

@@ -28,7 +28,10 @@ __all__ = [
 _PROTECTED = r"(?:_c_[0-9a-fA-F-]{36}-)?"
 """Curator's protection prefix, which aiocoord's contenders carry too."""
 
-LOCK_NODE = re.compile(_PROTECTED + r"lock-(\d{10})$")
+_LEADER_TAG = r"(?:aio(?:\.-?\d+)?-)?"
+"""aiocoord's leaders tag their nodes (``aio-``, ``aio.<priority>-``) before the lock name."""
+
+LOCK_NODE = re.compile(_PROTECTED + _LEADER_TAG + r"lock-(\d{10})$")
 """Mutex (InterProcessMutex) and LeaderElection (LeaderSelector) contenders."""
 LOCK_MARKERS = ("lock-",)
 RW_NODE = re.compile(_PROTECTED + r"(__READ__|__WRIT__)(\d{10})$")
@@ -40,7 +43,7 @@ SEMAPHORE_CHILDREN = frozenset({SEMAPHORE_LEASES, SEMAPHORE_LOCKS})
 """Semaphore (InterProcessSemaphoreV2): lease nodes under one, a mutex under the other."""
 LEASE_NODE = re.compile(_PROTECTED + r"lease-(\d{10})$")
 """A semaphore's leases (ephemeral) and a Lease's TTL nodes (persistent)."""
-LATCH_NODE = re.compile(_PROTECTED + r"latch-(\d{10})$")
+LATCH_NODE = re.compile(_PROTECTED + _LEADER_TAG + r"latch-(\d{10})$")
 """LeaderLatch participants."""
 BARRIER_MEMBER = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 """DoubleBarrier participants (one UUID each)."""

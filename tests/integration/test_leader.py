@@ -456,9 +456,11 @@ async def test_the_first_latch_leads_and_hands_over_when_it_closes(started, chil
         ("a", True),
         ("b", False),
     ]
-    assert (await second.leader()) == aiocoord.Participant("a", first.node, b"a", True)
     assert first.has_leadership and not second.has_leadership
     assert first.fencing_token == (await a.exists(first.node)).czxid
+    assert (await second.leader()) == aiocoord.Participant(
+        "a", first.node, b"a", True, first.fencing_token
+    )
     with pytest.raises(NotOwnerError):
         second.fence()
     await first.aclose()

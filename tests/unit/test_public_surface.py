@@ -222,6 +222,11 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
         ("'/election'", "'me'"),
     ),
     (
+        "LeaderObserver",
+        lambda client: aiocoord.LeaderObserver(client, "/election"),
+        ("'/election'",),
+    ),
+    (
         "GroupMember",
         lambda client: aiocoord.GroupMember(
             client, "/group", participant_id="web-1", data=b"10.0.0.1"

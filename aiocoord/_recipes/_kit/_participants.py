@@ -27,3 +27,7 @@ class Participant:
     holds: bool
     """Whether it holds what the recipe grants, as the listing shows it: the lock,
     a lease, leadership; True for every member of a group."""
+    fencing_token: int | None = None
+    """For a leader (an election's ``leader()``, ``observe()``): its fencing
+    token, the leader node's creation zxid, which grows with every new term;
+    None elsewhere."""

@@ -1,4 +1,6 @@
-"""Leader election: a latch and an election whose leader runs a body."""
+"""Leader election: a latch and an election whose leader runs a body, and an
+observer that follows who leads without taking part."""
 
-from ._leader import LeaderElection as LeaderElection
-from ._leader import LeaderLatch as LeaderLatch
+from ._election import LeaderElection as LeaderElection
+from ._latch import LeaderLatch as LeaderLatch
+from ._observe import LeaderObserver as LeaderObserver

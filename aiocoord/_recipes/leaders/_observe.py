@@ -1,0 +1,221 @@
+"""Following who leads an election without taking part: LeaderObserver, and the
+stream behind every ``observe()``.
+
+An observer creates no node. It keeps one persistent recursive watch on the
+election node, which reports participants joining and leaving, a leader's
+proclaimed data (the election record, in the election node's data) and the
+election node itself going; after each burst of events it reads the queue and
+the record (one round trip) and the leader's node (one more), and yields the
+leader when it differs from the last one yielded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import AsyncGenerator, Callable
+from typing import Any
+
+import anyio
+
+from ..._exceptions import (
+    ClientClosedError,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionError,
+    SessionExpiredError,
+)
+from ..._session import (
+    Broadcast,
+    ChangeStream,
+    Client,
+    PersistentWatch,
+    retry_on_connection_loss,
+)
+from .._kit._args import recipe_path
+from .._kit._participants import Participant
+from .._kit._waits import Reconnects
+from ._common import leader_from, read_queue
+
+__all__ = ["LeaderObserver", "observe", "read_leader", "wait_next_leader"]
+
+
+async def read_leader(client: Client, path: str) -> Participant | None:
+    """The leader of the election at ``path`` now: its id, its node, what it
+    advertises (what it proclaimed in this term, else its node's data: its id)
+    and its fencing token; None if nobody leads (no participant, or leadership
+    is being handed over). Connection loss is retried under the client's policy."""
+    while True:
+        ordered, record = await read_queue(client, path)
+        head = leader_from(ordered, record)
+        if head is None:
+            return None
+        node = f"{path}/{head}"
+        try:
+            data, stat = await retry_on_connection_loss(client, functools.partial(client.get, node))
+        except NoNodeError:
+            continue  # it left between the two reads: read again
+        advertised = data
+        if record is not None and record.leader == head and record.data is not None:
+            advertised = record.data
+        return Participant(
+            data.decode("utf-8", errors="replace"), node, advertised, True, stat.czxid
+        )
+
+
+class _Wake:
+    """Tells one observing iterator to read again (after a reconnection)."""
+
+    __slots__ = ("reconnects", "reread", "scope")
+
+    def __init__(self, client: Client) -> None:
+        self.reread = False
+        self.scope: anyio.CancelScope | None = None
+        # The server does not replay what a persistent watch missed while the
+        # client was away: read again after every reconnection.
+        self.reconnects = Reconnects(client, self.wake)
+
+    def wake(self) -> None:
+        self.reread = True
+        if self.scope is not None:
+            self.scope.cancel()
+
+
+_UNSET: Any = object()
+
+
+async def _observing(client: Client, path: str) -> AsyncGenerator[Participant | None, None]:
+    wake = _Wake(client)
+    wake.reconnects.listen()
+    watch: PersistentWatch | None = None
+    last: Participant | None = _UNSET
+    try:
+        while True:
+            try:
+                if watch is None:
+                    # Watch first, read second: a change after the read is seen.
+                    watch = await retry_on_connection_loss(
+                        client, lambda: client.add_watch(path, recursive=True)
+                    )
+                wake.reread = False
+                leader = await read_leader(client, path)
+                if last is _UNSET or leader != last:
+                    last = leader
+                    yield leader
+                if not await _next_event(watch, wake):
+                    return  # the client closed
+            except ClientClosedError:
+                return
+            except SessionExpiredError:
+                # The session took the watch with it: add a new one, then read again.
+                if watch is not None:
+                    await watch.aclose()
+                watch = None
+            except SessionError:
+                # Out of reach for a whole request timeout: wait on, however long.
+                try:
+                    await client.wait_connected()
+                except ClientClosedError:
+                    return
+    finally:
+        wake.reconnects.stop()
+        if watch is not None:
+            await watch.aclose()
+
+
+async def _next_event(watch: PersistentWatch, wake: _Wake) -> bool:
+    """Wait for an event (or a wake-up); False once the watch ended with the client."""
+    if not wake.reread:
+        with anyio.CancelScope() as scope:
+            wake.scope = scope
+            try:
+                await watch.__anext__()
+            except StopAsyncIteration:
+                return False
+            finally:
+                wake.scope = None
+    # Coalesce a burst: the read that follows covers every event queued so far.
+    while watch.pending:
+        await watch.__anext__()
+    return True
+
+
+def observe(client: Client, path: str) -> ChangeStream[Participant | None]:
+    """The stream behind every ``observe()``: see :meth:`LeaderObserver.observe`."""
+    return ChangeStream(source=_observing(client, path), name=f"leader of {path!r}")
+
+
+class LeaderObserver:
+    """Follow who leads the election at ``path`` without taking part.
+
+    Works for :class:`~aiocoord.LeaderLatch` and :class:`~aiocoord.LeaderElection`
+    paths, and for Curator's LeaderLatch and LeaderSelector (whose node data is
+    the participant id). Creates no node: an :meth:`observe` stream costs one
+    persistent watch, and :meth:`leader` two reads. Constructing it does no I/O;
+    there is nothing to start or close.
+    """
+
+    def __init__(self, client: Client, path: str) -> None:
+        recipe_path(client, path, "leader observer")
+        self._client = client
+        self.path = path
+        self._listeners: Broadcast[Participant | None] = Broadcast(f"leader of {path!r}")
+        self._follower: asyncio.Task[Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"<LeaderObserver {self.path!r}>"
+
+    async def leader(self) -> Participant | None:
+        """The leader now (one look): id, node, advertised data and fencing token;
+        None if nobody leads, or leadership is being handed over."""
+        return await read_leader(self._client, self.path)
+
+    def observe(self) -> ChangeStream[Participant | None]:
+        """The leader now, then again each time it changes (``async for leader in
+        observer.observe()``).
+
+        Yields on a new leader, on "no leader" (None: nobody takes part, or a
+        hand-over is under way), and when the leader proclaims new data (a
+        :class:`~aiocoord.Participant` whose ``data`` is what it advertises and
+        whose ``fencing_token`` is its term's). A burst of changes is read
+        once: intermediate leaders may be skipped, never the latest one; a
+        value equal to the last one yielded is skipped. The election is read
+        again after every reconnection and new session; outages are ridden out.
+        Ends when the client closes; ``aclose()`` (or ``async with``) removes
+        its watch.
+        """
+        return observe(self._client, self.path)
+
+    def add_listener(self, callback: Callable[[Participant | None], object]) -> None:
+        """Call ``callback(leader)`` as :meth:`observe` yields, from a task of the
+        client (a callback must not block; its errors are logged), until removed."""
+        self._listeners.add_listener(callback, self.path)
+        if self._follower is None or self._follower.done():
+            self._follower = self._client.start_background(
+                self._follow(), name=f"aiocoord-leader-observer {self.path}"
+            )
+
+    def remove_listener(self, callback: Callable[[Participant | None], object]) -> None:
+        """Stop calling ``callback``; one that is not registered is ignored."""
+        self._listeners.remove_listener(callback)
+        if not self._listeners.has_listeners and self._follower is not None:
+            self._follower.cancel()  # its stream removes its watch as it ends
+            self._follower = None
+
+    async def _follow(self) -> None:
+        async with self.observe() as changes:
+            async for leader in changes:
+                self._listeners.publish(leader)
+
+
+async def wait_next_leader(client: Client, path: str, timeout: float | None) -> Participant:
+    """After a hand-over: wait until somebody leads (the target, unless it left
+    meanwhile or a Curator participant ahead of it took over); OperationTimeoutError
+    after ``timeout``."""
+    with anyio.move_on_after(timeout):
+        async with observe(client, path) as stream:
+            async for leader in stream:
+                if leader is not None:
+                    return leader
+            raise ClientClosedError(f"{path!r}: the client was closed")
+    raise OperationTimeoutError(f"nobody took over the leadership of {path!r} within {timeout} s")
