@@ -264,7 +264,40 @@ def _group(path: str, children: list[_Child]) -> Report | None:
     }
 
 
-_RECOGNISERS = (_lock, _rw_lock, _latch, _double_barrier, _queue, _ttl_lease, _group)
+def _service(path: str, children: list[_Child]) -> Report | None:
+    """Curator's service discovery: each child an instance of the service the node names."""
+    name = path.rsplit("/", 1)[1]
+    instances = []
+    for child in children:
+        try:
+            instance = aiocoord.ServiceInstance.from_json(child.data)
+        except aiocoord.CorruptValueError:
+            return None
+        if instance.name != name or instance.id != child.name:
+            return None
+        entry: Report = {
+            "id": instance.id,
+            "address": instance.address,
+            "port": instance.port,
+            "ssl_port": instance.ssl_port,
+            "type": instance.service_type.value.lower(),
+            "enabled": instance.enabled,
+        }
+        if child.session:
+            entry["session"] = session_hex(child.session)
+        instances.append(entry)
+    if not instances:
+        return None
+    return {
+        "path": path,
+        "kind": "service",
+        "layout": "ServiceDiscovery (Curator curator-x-discovery)",
+        "instances": instances,
+    }
+
+
+# Services before groups: a service's DYNAMIC instances are ephemeral nodes too.
+_RECOGNISERS = (_lock, _rw_lock, _latch, _double_barrier, _queue, _ttl_lease, _service, _group)
 
 
 def _value(path: str, data: bytes) -> Report | None:
@@ -434,6 +467,18 @@ def _render(report: Report, level: int) -> list[str]:
             shown = member.get("data")
             text = data_text(shown.encode()) if shown is not None else "(binary)"
             lines.append(f"{more}member {member['id']}  session {member['session']}  {text}")
+    elif kind == "service":
+        lines[0] += f"  {len(report['instances'])} instances"
+        for instance in report["instances"]:
+            where = instance["address"] or "-"
+            if instance["port"] is not None:
+                where += f":{instance['port']}"
+            line = f"{more}instance {instance['id']}  {where}  {instance['type']}"
+            if not instance["enabled"]:
+                line += "  disabled"
+            if "session" in instance:
+                line += f"  session {instance['session']}"
+            lines.append(line)
     elif kind in ("counter", "int"):
         lines[0] += f"  value {report['value']}"
     return lines

@@ -17,7 +17,7 @@ import pytest
 from test_cli import WAITER, cli, one_line, run  # noqa: F401  (cli is a fixture)
 
 import aiocoord
-from aiocoord import ServiceCacheEventType, ServiceDiscovery, ServiceInstance
+from aiocoord import ServiceCacheEventType, ServiceDiscovery, ServiceInstance, ServiceType
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -157,6 +157,32 @@ async def test_watch_prints_added_updated_removed(cli, coord) -> None:
         plain.signal(signal.SIGTERM)
         await plain.finish()
         assert plain.returncode == 0
+
+
+async def test_inspect_recognises_a_service(cli, coord) -> None:
+    async with ServiceDiscovery(coord, "/services") as discovery:
+        await discovery.register(ServiceInstance(name="api", id="a", address="h", port=1))
+        await discovery.register(
+            ServiceInstance(
+                name="api", id="b", address="h", enabled=False, service_type=ServiceType.STATIC
+            )
+        )
+        code, out, _err = await run(cli, "inspect", "/services", "--json")
+        assert code == 0
+        [service] = json.loads(out)["children"]
+        assert service["kind"] == "service"
+        assert [(i["id"], i["type"], i["enabled"]) for i in service["instances"]] == [
+            ("a", "dynamic", True),
+            ("b", "static", False),
+        ]
+        assert "session" in service["instances"][0] and "session" not in service["instances"][1]
+        code, out, _err = await run(cli, "inspect", "/services/api")
+        assert code == 0
+        lines = out.splitlines()
+        assert lines[0].startswith("/services/api: service  [ServiceDiscovery")
+        assert lines[0].endswith("2 instances")
+        assert lines[1].split()[:4] == ["instance", "a", "h:1", "dynamic"]
+        assert lines[2].split() == ["instance", "b", "h", "static", "disabled"]
 
 
 @pytest.mark.parametrize(
