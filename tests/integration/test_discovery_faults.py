@@ -197,3 +197,37 @@ async def test_an_update_changes_a_dynamic_instance_into_a_static_one(started: S
         _data, stat = await b.get(NODE)
         assert stat.ephemeral_owner == 0
     assert await b.exists(NODE) is None  # a STATIC instance goes with aclose() too
+
+
+async def test_a_register_waiting_behind_a_cancelled_one_still_registers(
+    started: Started,
+    through: Callable[[], aiocoord.Client],
+    proxy: TcpProxy,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (b,) = await started(1)
+    a = through()
+    async with a, ServiceDiscovery(a, BASE) as discovery:
+        sent = asyncio.Event()
+        original = a.create
+
+        async def create(*args: Any, **kwargs: Any) -> Any:
+            if not sent.is_set():
+                proxy.hold()  # the first create is written, and stays in the proxy
+                sent.set()
+            return await original(*args, **kwargs)
+
+        monkeypatch.setattr(a, "create", create)
+        first = asyncio.create_task(discovery.register(api(port=1)))
+        await sent.wait()
+        second = asyncio.create_task(discovery.register(api(port=2)))  # waits for the first
+        first.cancel()
+        proxy.release()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        async with asyncio.timeout(WAIT):
+            await second
+        assert discovery.registered == [api(port=2)]
+        await b.sync("/")
+        data, stat = await b.get(NODE)
+        assert ServiceInstance.from_json(data).port == 2 and stat.ephemeral_owner == a.session_id

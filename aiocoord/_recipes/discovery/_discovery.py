@@ -275,26 +275,37 @@ class ServiceDiscovery:
     async def _register(self, instance: ServiceInstance) -> None:
         path, data = self._checked(instance)
         key = (instance.name, instance.id)
-        registration = self._registered.get(key)
-        fresh = registration is None or registration.gone
-        if registration is None or registration.gone:
-            registration = _Registration(instance, data, path)
-            self._registered[key] = registration
-        async with registration.lock:
-            registration.instance, registration.data = instance, data
-            with track_sends() as sends:
-                try:
-                    await self._ensure(registration)
-                    self._life.check_open()
-                except BaseException:
-                    if not fresh and not self._life.closed:
-                        raise  # still registered: kept as it is, and checked after outages
-                    if self._registered.get(key) is registration:
-                        del self._registered[key]
-                    registration.gone = True
-                    if sends.sent:
-                        await run_cleanup(self._client, lambda: self._delete_if_ours(registration))
-                    raise
+        while True:
+            registration = self._registered.get(key)
+            fresh = registration is None or registration.gone
+            if registration is None or registration.gone:
+                registration = _Registration(instance, data, path)
+                self._registered[key] = registration
+            async with registration.lock:
+                if registration.gone:
+                    continue  # a register we waited for failed, or an unregister came
+                registration.instance, registration.data = instance, data
+                await self._write(key, registration, fresh=fresh)
+                return
+
+    async def _write(
+        self, key: tuple[str, str], registration: _Registration, *, fresh: bool
+    ) -> None:
+        """Make the registration's node (under its lock); a fresh one that fails or is
+        cancelled is forgotten, and what it made deleted."""
+        with track_sends() as sends:
+            try:
+                await self._ensure(registration)
+                self._life.check_open()
+            except BaseException:
+                if not fresh and not self._life.closed:
+                    raise  # still registered: kept as it is, and checked after outages
+                if self._registered.get(key) is registration:
+                    del self._registered[key]
+                registration.gone = True
+                if sends.sent:
+                    await run_cleanup(self._client, lambda: self._delete_if_ours(registration))
+                raise
 
     async def update(self, instance: ServiceInstance) -> None:
         """Replace the data of an instance this object registered (same name and
