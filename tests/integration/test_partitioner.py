@@ -460,3 +460,26 @@ async def test_members_sharing_one_client_keep_apart(started) -> None:
         await settled(watcher, [first], ITEMS)
         assert await claims_on_server(client) == dict.fromkeys(ITEMS, "first")
     assert watcher.overlaps == []
+
+
+async def test_a_member_node_of_its_own_earlier_session_is_waited_out(started) -> None:
+    """A client that gave its session up (out of reach past the session timeout)
+    may find its member node still there in the new session, until the server
+    expires the old one: the member waits for it instead of stopping. The old
+    session is played by another client (white-box: named as one of ours)."""
+    old, new = await started(2)
+    node = f"{PATH}/member-me"
+    await old.create(node, b'{"id": "me", "weight": 1.0}', ephemeral=True, make_parents=True)
+    part = Partitioner(new, PATH, ITEMS, participant_id="me", settle=SETTLE)
+    part._sessions.add(old.session_id)
+    starting = asyncio.create_task(part.start())
+    done, _ = await asyncio.wait({starting}, timeout=0.3)
+    assert not done  # waiting for the old node to go
+    await old.aclose()  # the old session ends: its node goes
+    async with asyncio.timeout(WAIT):
+        await starting
+    try:
+        assert await part.wait_stable(timeout=WAIT)
+        assert part.owned == frozenset(ITEMS)
+    finally:
+        await part.aclose()
