@@ -21,6 +21,8 @@ spans, one per operation, always carry the path.
 from __future__ import annotations
 
 import contextvars
+import os
+import sys
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -141,13 +143,22 @@ class Tags:
     """One recipe object's attributes, built once: for its spans (always the path)
     and for its metrics (low cardinality, see :class:`Telemetry`)."""
 
-    __slots__ = ("_with_outcome", "kind", "metric_attributes", "path", "span_attributes")
+    __slots__ = (
+        "_with_outcome",
+        "kind",
+        "metric_attributes",
+        "metric_key",
+        "path",
+        "span_attributes",
+    )
 
     def __init__(self, kind: str, path: str, span: dict[str, Any], metric: dict[str, Any]):
         self.kind = kind
         self.path = path
         self.span_attributes = span
         self.metric_attributes = metric
+        self.metric_key = tuple(sorted(metric.items()))
+        """The metric attributes, hashable (for the gauges this module keeps)."""
         self._with_outcome: dict[str, dict[str, Any]] = {}
 
     def metric_with_outcome(self, outcome: str) -> dict[str, Any]:
@@ -228,9 +239,13 @@ if AVAILABLE:
             "_started",
             "_tags",
             "_token",
+            "_tracing",
         )
 
-        def __init__(self, name: str, tags: Tags | None, duration: str | None) -> None:
+        def __init__(
+            self, name: str, tags: Tags | None, duration: str | None, tracing: bool
+        ) -> None:
+            self._tracing = tracing
             self._name = name
             self._tags = tags
             self._duration = duration
@@ -242,8 +257,11 @@ if AVAILABLE:
 
         def __enter__(self) -> SpanScope:
             tags = self._tags
-            attributes = tags.span_attributes if tags is not None else None
-            span = self._span = _tracer().start_span(self._name, attributes=attributes)
+            if self._tracing:
+                attributes = tags.span_attributes if tags is not None else None
+                span = self._span = _tracer().start_span(self._name, attributes=attributes)
+            else:  # metrics only: no span to make
+                span = self._span = otel_trace.INVALID_SPAN
             # A span no SDK records (an invalid context) has nothing to give its
             # children: the caller's span stays current, at no attach cost.
             if span.get_span_context().is_valid:
@@ -253,7 +271,7 @@ if AVAILABLE:
                 self._token = otel_context.attach(otel_trace.set_span_in_context(span))
             if self._duration is not None and tags is not None:
                 if self._duration == WAIT:
-                    _instrument(QUEUED).add(1, tags.metric_attributes)
+                    _queued[tags.metric_key] = _queued.get(tags.metric_key, 0) + 1
                 self._started = time.perf_counter()
             return self
 
@@ -282,7 +300,7 @@ if AVAILABLE:
                     elapsed = time.perf_counter() - self._started
                     if self._duration == WAIT:
                         span.set_attribute("aiocoord.wait_ms", round(elapsed * 1000, 3))
-                        _instrument(QUEUED).add(-1, tags.metric_attributes)
+                        _queued[tags.metric_key] -= 1
                     _instrument(self._duration).record(elapsed, tags.metric_with_outcome(outcome))
             finally:
                 if self._token is not None:
@@ -312,7 +330,6 @@ _HOLD_PARENT: contextvars.ContextVar[Any] = contextvars.ContextVar(
 
 WAIT: Final = "aiocoord.lock.wait.duration"
 """The holders' wait histogram: spans timed by it also count as queued contenders."""
-QUEUED: Final = "aiocoord.contenders.queued"
 
 
 def span(name: str, tags: Tags | None = None, *, duration: str | None = None) -> SpanScope:
@@ -325,7 +342,49 @@ def span(name: str, tags: Tags | None = None, *, duration: str | None = None) ->
     """
     if not AVAILABLE:
         return _NULL_SCOPE
-    return _Scope(name, tags, duration)
+    tracing = _tracing()
+    if not tracing and (duration is None or not _metering()):
+        return _NULL_SCOPE  # nobody configured an SDK: the API's no-ops, skipped
+    return _Scope(name, tags, duration, tracing)
+
+
+# Whether the application set a tracer / meter provider, asked before every
+# operation: with none set, the API's no-ops are skipped altogether. A provider,
+# once set, stays (the API refuses to replace it), so a yes is kept. A no is
+# read from the API's own global (None until a provider is set), a dictionary
+# lookup where the public getter also reads the environment each time; where
+# that global is missing (another API version) or the environment names a
+# provider, the public getter decides.
+_UNKNOWN: Final = object()
+_ENVIRONMENT_PROVIDERS: Final = bool(
+    {"OTEL_PYTHON_TRACER_PROVIDER", "OTEL_PYTHON_METER_PROVIDER"} & os.environ.keys()
+)
+_set = {"tracing": False, "metering": False}
+
+
+def _tracing() -> bool:
+    if _set["tracing"]:
+        return True
+    if not _ENVIRONMENT_PROVIDERS and getattr(otel_trace, "_TRACER_PROVIDER", _UNKNOWN) is None:
+        return False
+    if isinstance(otel_trace.get_tracer_provider(), otel_trace.ProxyTracerProvider):
+        return False
+    _set["tracing"] = True
+    return True
+
+
+def _metering() -> bool:
+    if _set["metering"]:
+        return True
+    internal = sys.modules.get("opentelemetry.metrics._internal")
+    if not _ENVIRONMENT_PROVIDERS and getattr(internal, "_METER_PROVIDER", _UNKNOWN) is None:
+        return False
+    # The API names no public class for its proxy: told by name (if a later API
+    # renames it, everything is recorded, into no-ops until a provider is set).
+    if type(otel_metrics.get_meter_provider()).__name__ == "_ProxyMeterProvider":
+        return False
+    _set["metering"] = True
+    return True
 
 
 def event(name: str, attributes: Mapping[str, Any] | None = None) -> None:
@@ -344,8 +403,8 @@ def detached_context() -> contextvars.Context | None:
     A task copies its creator's context: a watcher started inside a user's
     request would otherwise parent its spans, long after, to that request.
     """
-    if not AVAILABLE:
-        return None
+    if not AVAILABLE or not _tracing():
+        return None  # no span can be current: the default copy carries none
     context = contextvars.copy_context()
     context.run(otel_context.attach, otel_context.Context())
     return context
@@ -399,6 +458,10 @@ def start_hold(
     """
     if not AVAILABLE or tags is None:
         return None
+    if not _tracing():
+        if duration is None or not _metering():
+            return None
+        return HoldRecord(tags, None, duration)
     attributes = dict(tags.span_attributes)
     if token is not None:
         attributes["aiocoord.fencing_token"] = token
@@ -429,9 +492,6 @@ INSTRUMENTS: Final[dict[str, _Spec]] = {
     "aiocoord.counter.add.duration": _Spec("histogram", "s", "How long a counter add took"),
     "aiocoord.queue.take.duration": _Spec(
         "histogram", "s", "How long a queue get or take waited for an item"
-    ),
-    "aiocoord.contenders.queued": _Spec(
-        "updown", "{contender}", "Acquires of this process waiting in a queue"
     ),
     "aiocoord.session.reconnects": _Spec(
         "counter", "{reconnect}", "Connections regained within the same session"
@@ -484,6 +544,12 @@ class _Meter:
             description="Watches set and not yet fired or removed",
         )
         meter.create_observable_up_down_counter(
+            "aiocoord.contenders.queued",
+            [_observe_queued],
+            unit="{contender}",
+            description="Acquires of this process waiting in a queue",
+        )
+        meter.create_observable_up_down_counter(
             "aiocoord.cache.size",
             [_observe_caches],
             unit="{node}",
@@ -520,13 +586,13 @@ def _instrument(name: str) -> Any:
 
 def record(name: str, value: float, attributes: Mapping[str, Any] | None = None) -> None:
     """Record ``value`` in the histogram ``name`` (see INSTRUMENTS)."""
-    if AVAILABLE:
+    if AVAILABLE and _metering():
         _instrument(name).record(value, attributes)
 
 
 def add(name: str, amount: int, attributes: Mapping[str, Any] | None = None) -> None:
     """Add ``amount`` to the counter or up-down counter ``name``."""
-    if AVAILABLE:
+    if AVAILABLE and _metering():
         _instrument(name).add(amount, attributes)
 
 
@@ -535,6 +601,8 @@ _REQUEST_ATTRIBUTES: dict[tuple[int, bool], dict[str, str]] = {}
 
 def request_done(opcode: int, operation: Callable[[int], str], ok: bool, seconds: float) -> None:
     """One request's reply came back after ``seconds``."""
+    if not _metering():
+        return
     key = (opcode, ok)
     attributes = _REQUEST_ATTRIBUTES.get(key)
     if attributes is None:
@@ -593,6 +661,15 @@ def _observe_sessions(method: str) -> Callable[[Any], Iterable[Any]]:
         return [Observation(total)]
 
     return observe
+
+
+_queued: dict[tuple[tuple[str, Any], ...], int] = {}
+"""Acquires waiting now, by metric attributes: counted here (two dict updates per
+acquire) and observed at collection, rather than two SDK records per acquire."""
+
+
+def _observe_queued(options: CallbackOptions) -> Iterable[Observation]:
+    return [Observation(count, dict(key)) for key, count in list(_queued.items())]
 
 
 def _observe_caches(options: CallbackOptions) -> Iterable[Observation]:

@@ -19,7 +19,8 @@ seconds at the start of every run, default 5: Curator's JVM needs about that
 long to reach its steady speed), ``BENCH_WAITERS`` (waiters in the memory
 scenario, default what the runner offers: 10,000), ``BENCH_SERVERS``
 (comma-separated server configurations, default all: ``sync,nosync,ensemble``),
-``BENCH_TAG`` (written as ``<date>-<tag>.*`` instead of ``<date>.*``).
+``BENCH_TAG`` (written as ``<date>-<tag>.*`` instead of ``<date>.*``),
+``BENCH_LIBRARIES`` (comma-separated library names, default all).
 
 Run as ``.venv/bin/python -m bench.run`` or ``.venv/bin/python bench/run.py``.
 """
@@ -139,6 +140,8 @@ class Config:
     waiters: int | None
     warmup: float = 5.0
     servers: tuple[ServerConfig, ...] = SERVER_CONFIGS
+    libraries: tuple[str, ...] = ()
+    """Only these libraries' runs (empty: all)."""
 
     @classmethod
     def from_env(cls) -> Config:
@@ -160,6 +163,9 @@ class Config:
             servers=tuple(c for c in SERVER_CONFIGS if c.name in names)
             if names
             else SERVER_CONFIGS,
+            libraries=tuple(
+                n.strip() for n in os.environ.get("BENCH_LIBRARIES", "").split(",") if n.strip()
+            ),
         )
 
 
@@ -244,6 +250,8 @@ def plan(runners: Sequence[Runner], config: Config, pin: Sequence[str]) -> list[
     for runner in runners:
         for library, offer in offered(runner, pin):
             if offer["scenario"] not in config.only:
+                continue
+            if config.libraries and library not in config.libraries:
                 continue
             levels = offer["contenders"]
             if offer["scenario"] == "memory" and config.waiters:

@@ -48,8 +48,10 @@ class CounterApp:
         hosts: str | None = None,
         namespace: str = "/aiocoord-web",
         request_timeout: float = REQUEST_TIMEOUT,
+        telemetry: aiocoord.Telemetry | None = None,
     ) -> None:
         self._hosts = hosts
+        self._telemetry = telemetry
         self._namespace = namespace
         self._request_timeout = request_timeout
         self._client: aiocoord.Client | None = None
@@ -67,7 +69,10 @@ class CounterApp:
             if message["type"] == "lifespan.startup":
                 hosts = self._hosts or os.environ.get("AIOCOORD_ZK", "127.0.0.1:2181")
                 self._client = aiocoord.connect(
-                    hosts, namespace=self._namespace, request_timeout=self._request_timeout
+                    hosts,
+                    namespace=self._namespace,
+                    request_timeout=self._request_timeout,
+                    telemetry=self._telemetry,
                 )
                 await self._client.start()
                 self._counter = aiocoord.AtomicLong(
@@ -123,11 +128,14 @@ app = CounterApp()
 
 
 @contextlib.asynccontextmanager
-async def serving(hosts: str, namespace: str) -> AsyncIterator[str]:
+async def serving(
+    hosts: str, namespace: str, *, telemetry: aiocoord.Telemetry | None = None
+) -> AsyncIterator[str]:
     """Run the app under uvicorn on a free loopback port; yield its base URL."""
     import uvicorn
 
-    config = uvicorn.Config(CounterApp(hosts, namespace), log_level="warning", lifespan="on")
+    app = CounterApp(hosts, namespace, telemetry=telemetry)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     with socket.socket() as sock:
         # Bound here and handed to uvicorn: the port is ours from the start.
