@@ -36,7 +36,13 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import aiocoord
-from aiocoord import CoordinationError, NoNodeError, ServiceDiscovery, ServiceInstance
+from aiocoord import (
+    CoordinationError,
+    NoNodeError,
+    ServiceCache,
+    ServiceDiscovery,
+    ServiceInstance,
+)
 
 from ._history import History, HistoryWriter
 from ._layout import ROOT, SESSION_TIMEOUT
@@ -100,8 +106,8 @@ class DiscoveryDriver:
         self.kept: list[ServiceInstance] = []
         self.sure: dict[str, bool] = {}
         """Per kept instance: whether its last update surely reached the server."""
-        self.cache: Any = None
-        """The ServiceCache of :data:`SERVICE` on the session-policy client."""
+        self.cache: ServiceCache | None = None
+        """The cache of :data:`SERVICE` on the session-policy client."""
         self._serial = itertools.count(1)
 
     async def start(self) -> None:
