@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -20,6 +21,8 @@ from aiocoord import (
     InvalidPathError,
     MemberIdInUseError,
 )
+from aiocoord._session import _zk
+from aiocoord._session._connection import open_connection
 from aiocoord.testing import TcpProxy, ZooKeeperTarget, drop_connection, expire_session
 
 pytestmark = pytest.mark.timeout(60)
@@ -665,3 +668,92 @@ async def test_listeners_hear_the_group_as_changes_reads_it_until_removed(starte
         member.remove_listener(listener)  # not registered: ignored
         with pytest.raises(TypeError, match="callback"):
             member.add_listener(None)  # type: ignore[arg-type]
+
+
+class _Said(logging.Handler):
+    """Sets ``event`` when a log record's message contains ``words``."""
+
+    def __init__(self, words: str) -> None:
+        super().__init__()
+        self.words = words
+        self.event = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.words in record.getMessage():
+            self.event.set()
+
+
+@contextlib.asynccontextmanager
+async def _holding_session(
+    address: tuple[str, int], client: aiocoord.Client
+) -> AsyncIterator[None]:
+    """Keep ``client``'s current session alive on the server from a connection of our
+    own (pinging it), as a server does when its clock for that session restarted
+    (a leader change) while the client, out of reach, declares it lost; on exit
+    close that session, so its ephemeral nodes go."""
+    identity = client.client_id
+    assert identity is not None
+    conn = await open_connection(*address, lambda _f: None, lambda _c: None, None)
+
+    async def ping() -> None:
+        while True:
+            await asyncio.sleep(0.2)
+            conn.send_ping()
+
+    pinger: asyncio.Task[None] | None = None
+    try:
+        reply = await conn.send_connect(0, 30_000, *identity, False)
+        assert reply.timeout_ms > 0, "the session had already expired"
+        pinger = asyncio.create_task(ping())
+        yield
+        pinger.cancel()
+        await conn.submit(_zk.close_op())
+    finally:
+        if pinger is not None:
+            pinger.cancel()
+        conn.close()
+
+
+async def test_our_node_held_by_our_own_earlier_session_is_waited_out_then_made_again(
+    zookeeper: ZooKeeperTarget, proxy: TcpProxy, server_address: tuple[str, int], state_log
+) -> None:
+    """The client declares its session LOST on its own while the server keeps it
+    (and our node) alive: in the new session the member finds its own earlier
+    session's node, waits for it to go with that session, and joins again, instead
+    of stopping with MemberIdInUseError (chaos seed 7)."""
+    said = _Said("still held by our earlier session")
+    logger = logging.getLogger("aiocoord")
+    logger.addHandler(said)
+    a = aiocoord.connect(proxy.connect_string, namespace=zookeeper.namespace, session_timeout=4.0)
+    try:
+        async with a:
+            log = state_log(a)
+            member = GroupMember(a, "/group", participant_id="me", data=b"mine")
+            await member.start()
+            proxy.refuse(True)
+            proxy.cut()  # the client is out of reach from now on
+            async with _holding_session(server_address, a):
+                async with asyncio.timeout(WAIT + a.session_timeout):
+                    await log.wait_for(ConnectionState.LOST)  # given up by the client
+                    proxy.refuse(False)  # a new session; the old one lives on
+                    waiting = asyncio.create_task(said.event.wait())
+                    failed = asyncio.create_task(member.wait_member())
+                    done, _ = await asyncio.wait(
+                        {waiting, failed}, return_when=asyncio.FIRST_COMPLETED
+                    )
+                    failed.cancel()
+                    waiting.cancel()
+                    for task in done:
+                        task.result()  # MemberIdInUseError before the fix
+                    assert waiting in done
+                    assert not member.is_member
+            # The old session is closed now, and our node with it.
+            async with asyncio.timeout(WAIT):
+                await member.wait_member()
+            data, stat = await a.get("/group/me")
+            assert (data, stat.ephemeral_owner) == (b"mine", a.session_id)
+            await member.aclose()
+            assert await a.exists("/group/me") is None
+            assert a.pending_watches == 0 and a.background_tasks == 0
+    finally:
+        logger.removeHandler(said)

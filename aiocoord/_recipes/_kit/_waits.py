@@ -18,7 +18,7 @@ from ..._exceptions import ConnectionLossError, SessionExpiredError
 from ..._session import Client, ConnectionState, retry_on_connection_loss
 from ..._types import EventType, Stat
 
-__all__ = ["Deadline", "Gone", "Reconnects", "wait_change", "wait_gone"]
+__all__ = ["Deadline", "Gone", "Reconnects", "wait_change", "wait_gone", "wait_out_session"]
 
 
 class Deadline:
@@ -128,6 +128,25 @@ async def wait_gone(
         if deadline is not None and deadline.passed:
             return None
         budget = None if deadline is None else deadline.remaining()
+
+
+def _owned_by_other(owner: int, stat: Stat) -> bool:
+    return stat.ephemeral_owner != owner
+
+
+async def wait_out_session(client: Client, path: str, owner: int) -> None:
+    """Wait until ``path`` is no longer a node of session ``owner``: deleted, or
+    owned by another session.
+
+    For a recipe's own ephemeral node left by one of its earlier sessions: a
+    client that declared its session lost on its own (out of reach for a
+    session timeout) may still find that session's nodes in its new one, until
+    the server expires it (one session timeout after it last heard from it, or
+    after a leader change restarted its clock). The wait is bounded by that
+    expiry. An expiry of the current session is ridden out; connection loss
+    beyond the client's retry policy raises, as for :func:`wait_gone`.
+    """
+    await wait_gone(client, path, gone_if=functools.partial(_owned_by_other, owner))
 
 
 async def _look_and_wait(

@@ -53,9 +53,18 @@ from ..._types import ACL, Stat, WatchEvent
 from .._kit._args import generated_participant_id, recipe_path
 from .._kit._lifecycle import Lifecycle, Phase
 from .._kit._participants import Participant
-from .._kit._waits import Reconnects, wait_gone
+from .._kit._waits import Reconnects, wait_gone, wait_out_session
 
 __all__ = ["GroupMember"]
+
+
+class _EarlierSession(Exception):
+    """Our node is there, owned by one of this member's earlier sessions."""
+
+    def __init__(self, owner: int) -> None:
+        super().__init__(owner)
+        self.owner = owner
+
 
 log = logging.getLogger("aiocoord")
 
@@ -115,7 +124,10 @@ class GroupMember:
     held by one, :meth:`start` raises :class:`MemberIdInUseError`; if another
     session takes the id while ours is being re-created, the member stops
     (``is_member`` stays False), logs a warning, and :meth:`wait_member` and
-    :meth:`changes` raise that error. Leaving (:meth:`aclose`) deletes the node.
+    :meth:`changes` raise that error. Our node still held by one of our own
+    earlier sessions (the client gave it up before the server expired it) is
+    not another's: the member waits for it to go with that session, then
+    makes it again. Leaving (:meth:`aclose`) deletes the node.
 
     ``acl`` (default: the client's ``default_acl``) is the ACL of our node and
     of the missing group path and parents made for it.
@@ -146,6 +158,9 @@ class GroupMember:
         """The task feeding the listeners from one :meth:`changes` stream."""
         self._session = 0
         """The session that owns our node, once created."""
+        self._sessions: set[int] = set()
+        """Every session our node was made or adopted in: a node of an earlier one is
+        ours, on its way out with that session, not another member's."""
         self._is_member = False
         self._failure: BaseException | None = None
         self._keeper: asyncio.Task[Any] | None = None
@@ -290,15 +305,31 @@ class GroupMember:
             self._set_member(False)  # the node went with the session
 
     async def _join(self) -> None:
-        """Create our node or adopt it; MemberIdInUseError if another session has it."""
+        """Create our node or adopt it; MemberIdInUseError if another session has it.
+
+        A node of one of our earlier sessions is waited out: the client declared
+        that session lost on its own, but the server keeps it (and our node) until
+        it expires it there, up to a session timeout later (longer if a leader
+        change restarted its clock). It goes with that session; then we join.
+        """
         while True:
             try:
                 async with self._writing:
                     stat = await retry_on_connection_loss(self._client, self._create_or_adopt)
             except SessionExpiredError:
                 continue  # nothing was made in the new session: try there
+            except _EarlierSession as earlier:
+                log.info(
+                    "group member %r: our node is still held by our earlier session "
+                    "0x%x; waiting for the server to expire it",
+                    self._node,
+                    earlier.owner,
+                )
+                await wait_out_session(self._client, self._node, earlier.owner)
+                continue
             if stat is not None:
                 self._session = stat.ephemeral_owner
+                self._sessions.add(self._session)
                 self._set_member(True)
                 return
 
@@ -319,6 +350,8 @@ class GroupMember:
             if found is None or client.session_id != session:
                 return None
             if found.ephemeral_owner != session:
+                if found.ephemeral_owner in self._sessions:
+                    raise _EarlierSession(found.ephemeral_owner) from None
                 raise MemberIdInUseError(self._node) from None
             # Ours already: a create whose reply was lost made it. Publish our data.
             try:

@@ -69,11 +69,11 @@ from ..._session import (
     run_cleanup,
     track_sends,
 )
-from ..._types import ACL, Stat
+from ..._types import ACL
 from .._kit._args import generated_participant_id, recipe_path
 from .._kit._lifecycle import Lifecycle, Phase
 from .._kit._participants import Participant
-from .._kit._waits import wait_gone
+from .._kit._waits import wait_out_session
 from ._rules import assign, parse_items
 
 __all__ = ["Assignment", "PartitionItems", "Partitioner"]
@@ -178,10 +178,6 @@ def _check_weight(weight: object, path: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise InvalidArgumentError("weight", f"must be a finite number > 0, not {weight}", path)
     return value
-
-
-def _owned_by_other(owner: int, stat: Stat) -> bool:
-    return stat.ephemeral_owner != owner
 
 
 def _member_weight(data: bytes) -> float | None:
@@ -551,9 +547,7 @@ class Partitioner:
                     raise MemberIdInUseError(self._member_node) from None
                 # Our own previous session: the client gave it up (it was out of reach
                 # for a session timeout), but the server has not expired it yet.
-                await wait_gone(
-                    client, self._member_node, gone_if=functools.partial(_owned_by_other, owner)
-                )
+                await wait_out_session(client, self._member_node, owner)
 
     async def _leave(self) -> None:
         """Give back every claim of the current session, then delete our member node."""
