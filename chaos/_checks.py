@@ -324,11 +324,17 @@ def _handover(recipe: str, resource: str) -> Callable[..., None]:
     """A holder learns of its loss before anyone else writes: no accepted write of
     another holder falls inside a term, from leading (``t_acq``) to leaving
     (``t_rel``) or to being told of the loss (``t_lost``: the latch's ``changes()``
-    yielding False). Terms count as in :func:`_judged` (standard policy, not paused)."""
+    yielding False). Terms count as in :func:`_judged` (standard policy, not paused).
+
+    Only a later leader's write (a higher token than the term's own) counts
+    against a term: an earlier leader writing late (a paused process, its session
+    already expired) tells nothing about whether this term learned of its own
+    loss in time. That late write is the earlier leader's, judged in its own term,
+    and fenced by the store (accepted only while no later leader had written)."""
 
     def check(history: History, verdict: Verdict) -> None:
         terms: list[tuple[Op, float, float]] = []
-        excused = 0
+        excused = earlier = 0
         for op in history.of(recipe):
             if op.get("t_acq") is None:
                 continue
@@ -344,9 +350,14 @@ def _handover(recipe: str, resource: str) -> Callable[..., None]:
             terms.append((op, start, float(end)))
         writes = _accepted(history, resource)
         for op, start, end in terms:
+            token = op.get("token")
             for event in writes:
                 at = float(event.get("t", 0))
                 if str(event.get("op")) != op.id and start < at < end:
+                    theirs = event.get("token")
+                    if token is not None and theirs is not None and int(theirs) < int(token):
+                        earlier += 1
+                        continue
                     verdict.problem(
                         f"{op.id} ({op.status}) led from t={start:.3f} and learned of no loss "
                         f"before t={end:.3f}, but {event.get('op')} wrote (token "
@@ -359,6 +370,7 @@ def _handover(recipe: str, resource: str) -> Callable[..., None]:
             "of which ended by a loss": sum(1 for op, _s, _e in terms if op.status != "ok"),
             "excused (session policy or paused)": excused,
             "accepted writes": len(writes),
+            "earlier leaders' late writes in a term": earlier,
         }
 
     return check

@@ -179,10 +179,17 @@ def takes(
 
 
 def term(
-    op_id: str, start: float, end: float, status: str = "ok", policy: str = "standard"
+    op_id: str,
+    start: float,
+    end: float,
+    status: str = "ok",
+    policy: str = "standard",
+    token: int | None = None,
 ) -> list[Record]:
     """A latch term: leading from ``start`` to leaving (ok) or to being told of the loss."""
     value: dict[str, Any] = {"t_acq": start, "lost": status != "ok"}
+    if token is not None:
+        value["token"] = token
     value |= {"t_rel": end} if status == "ok" else {"t_lost": end}
     return op(op_id, "latch", "term", start - 0.5, end + 0.1, status,
               args={"policy": policy}, **value)  # fmt: skip
@@ -1130,6 +1137,30 @@ def test_a_latch_paused_while_leading_is_excused_from_the_handover() -> None:
     ]
     assert not verdict("latch.handover", records).passed
     assert verdict("latch.handover", [*records, pause]).passed
+
+
+def test_an_earlier_leaders_late_write_does_not_count_against_the_next_term() -> None:
+    """Chaos seed 11: w1 led (token 10) and was paused past its session; w3 led
+    (token 12) from t=5.0; w1, resumed, wrote its `end` at t=5.3, before w3 wrote
+    (the store accepted it: nobody newer had written), and was told of its loss
+    at t=5.4. w3's term learned nothing late; a later leader writing inside it
+    still does."""
+    pause = {"type": "fault", "t": 1.2, "end": 5.2, "kind": "pause-worker", "worker": "w1"}
+    records = [
+        pause,
+        *term("w1:1", 1.0, 5.4, "fail", policy="session", token=10),
+        write(1, "latch", "w1:1", 10, "begin", t=1.1),
+        write(2, "latch", "w1:1", 10, "end", t=5.3),
+        *term("w3:1", 5.0, 6.5, token=12),
+        write(3, "latch", "w3:1", 12, "begin", t=6.0),
+        write(4, "latch", "w3:1", 12, "end", t=6.1),
+    ]
+    assert verdict("latch.handover", records).passed
+    later = [
+        *term("w2:1", 6.2, 7.0, token=14),
+        write(5, "latch", "w2:1", 14, "begin", t=6.3),
+    ]
+    assert not verdict("latch.handover", [*records, *later]).passed
 
 
 def test_a_gate_wait_long_after_the_set_is_judged() -> None:
