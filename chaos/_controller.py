@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import functools
 import json
 import os
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import aiocoord
+from aiocoord._process import dying_with_parent
 from aiocoord.testing import ZooKeeperEnsemble
 
 from ._checks import run_checks
@@ -112,12 +112,6 @@ class RunConfig:
     workers: int
     out: Path
     partitions: bool = True
-
-
-def _die_with_parent() -> None:
-    """In a worker, before exec: die if the controller dies (PR_SET_PDEATHSIG)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL), 0, 0, 0)
 
 
 async def lease_nodes_alive(
@@ -274,16 +268,14 @@ class Controller:
             )
             stderr = (self.raw / f"{name}.stderr").open("wb")
             self._stderr.append(stderr)
+            # Each worker dies with the controller (no preexec_fn: see aiocoord._process).
+            command = [sys.executable, "-m", "chaos._worker", worker_config.to_json()]
             proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "chaos._worker",
-                worker_config.to_json(),
+                *dying_with_parent(command),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=stderr,
                 cwd=REPO,
-                preexec_fn=_die_with_parent,
             )
             self.pids["workers"].add(proc.pid)
             self.workers.append(WorkerHandle(name, proc))

@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import itertools
 import json
 import os
 import random
-import signal
 import sys
 import time
 from collections import Counter
@@ -43,6 +41,7 @@ from aiocoord import (
     ServiceDiscovery,
     ServiceInstance,
 )
+from aiocoord._process import dying_with_parent
 
 from ._history import History, HistoryWriter
 from ._layout import ROOT, SESSION_TIMEOUT
@@ -74,12 +73,6 @@ GONE_BOUND = 3 * SESSION_TIMEOUT + 10.0
 SPAWN_BOUND = 30.0
 """How long a registrant process may take to say it registered."""
 CACHE_SETTLE = 15.0
-
-
-def _die_with_parent() -> None:
-    """In the registrant child: die when the worker dies (Linux prctl PR_SET_PDEATHSIG)."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
 
 def _instance(instance_id: str, worker: str, n: int) -> ServiceInstance:
@@ -195,18 +188,16 @@ class DiscoveryDriver:
         async def crash(instance_id: str) -> Outcome:
             path = f"{DISCOVERY}/{SERVICE}/{instance_id}"
             value: dict[str, Any] = {"id": instance_id}
+            # The registrant dies with the worker; no preexec_fn: this process has
+            # threads (the child watcher's), and Python run between fork and exec
+            # could hang the child, and with it this whole event loop.
+            command = [sys.executable, "-m", "chaos._discovery", "registrant"]
+            command += [self.worker.config.connect, instance_id, self.worker.name]
             proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "chaos._discovery",
-                "registrant",
-                self.worker.config.connect,
-                instance_id,
-                self.worker.name,
+                *dying_with_parent(command),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.DEVNULL,
-                preexec_fn=_die_with_parent,
             )
             try:
                 assert proc.stdout is not None

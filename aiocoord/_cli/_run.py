@@ -5,22 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import os
-import signal
-import sys
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import aiocoord
 
+from .._process import dying_with_parent
 from ._exit import CliError, ExitCode
 from ._session import Interrupts
 
 __all__ = ["Finished", "exit_status", "first_of", "node_gone", "run_command", "until_lost"]
-
-_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -38,32 +33,13 @@ def exit_status(returncode: int) -> int:
     return ExitCode.SIGNAL - returncode if returncode < 0 else returncode
 
 
-def _die_with_parent() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that kills the command if this process dies (Linux): killed
-    with SIGKILL, the CLI cannot stop it, and it must not run on unguarded."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def setup() -> None:
-        prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        if os.getppid() != parent:  # the CLI died before prctl took effect
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return setup
-
-
 async def _start(
     command: Sequence[str], env: Mapping[str, str] | None = None
 ) -> asyncio.subprocess.Process:
+    """Start the command; it dies with the CLI (Linux): killed with SIGKILL, the CLI
+    cannot stop it, and it must not run on unguarded."""
     try:
-        return await asyncio.create_subprocess_exec(
-            *command, preexec_fn=_die_with_parent(), env=env
-        )
+        return await asyncio.create_subprocess_exec(*dying_with_parent(command, env), env=env)
     except FileNotFoundError as error:
         raise CliError(ExitCode.NOT_FOUND, f"{command[0]}: command not found") from error
     except OSError as error:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import os
 import random
 import re
@@ -21,11 +20,10 @@ import signal
 import socket
 import ssl
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from glob import glob
 from pathlib import Path
 from types import TracebackType
@@ -33,6 +31,7 @@ from types import TracebackType
 import anyio
 
 from .._exceptions import OperationTimeoutError
+from .._process import dying_with_parent
 from ._fourletter import four_letter_word
 
 __all__ = [
@@ -248,34 +247,6 @@ def _cleanup_on_sigterm() -> None:
         return
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _on_sigterm)
-
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _make_child_setup() -> Callable[[], None] | None:
-    """Build a ``preexec_fn`` that makes the child die with its parent (Linux only).
-
-    Note: the "parent" of ``PR_SET_PDEATHSIG`` is the *thread* that forked, so start
-    servers from a thread that outlives them (the event loop thread does).
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    prctl.restype = ctypes.c_int
-    parent = os.getpid()
-    sigkill = int(signal.SIGKILL)
-
-    def child_setup() -> None:
-        prctl(_PR_SET_PDEATHSIG, sigkill, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os.kill(os.getpid(), sigkill)
-
-    return child_setup
 
 
 # ------------------------------------------------------------------------------ ports
@@ -672,14 +643,15 @@ class ZooKeeperServer:
         with self.log_path.open("ab") as log:
             log.write(f"==== {time.strftime('%H:%M:%S')} {' '.join(command)}\n".encode())
             log.flush()
+            # The server dies with this process (the thread starting it, precisely:
+            # the event loop's), set up without a preexec_fn (see aiocoord._process).
             self._proc = subprocess.Popen(
-                command,
+                dying_with_parent(command),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=data_dir,
                 start_new_session=True,
-                preexec_fn=_make_child_setup(),
             )
         self._paused = False
         _LIVE_PROCS[self._proc.pid] = (self._proc, os.getpid())
