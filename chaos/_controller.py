@@ -52,6 +52,7 @@ from ._layout import (
     COUNTER_INT,
     COUNTER_LONG,
     DQUEUE,
+    DUMP_STACKS,
     GROUP,
     IDQUEUE,
     ORPHAN_PATHS,
@@ -206,10 +207,16 @@ class WorkerHandle:
         return await self.expect(str(command["cmd"]), timeout)
 
     async def kill(self) -> None:
-        """SIGCONT (it may be paused) and SIGKILL, by its PID; wait for it to be reaped."""
+        """SIGCONT (it may be paused), SIGUSR1 (the worker writes every thread's stack to
+        its stderr, raw/<name>.stderr: where it hung), and SIGKILL a second later, by
+        its PID; wait for it to be reaped."""
         if self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.proc.pid, signal.SIGCONT)
+                os.kill(self.proc.pid, DUMP_STACKS)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(1.0):
+                        await self.proc.wait()
                 os.kill(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(10):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 __all__ = [
     "ACQUIRE_TIMEOUT",
     "AQUEUE",
@@ -16,6 +18,7 @@ __all__ = [
     "COUNTER_LONG",
     "DQUEUE",
     "DQUEUE_TAKEN",
+    "DUMP_STACKS",
     "GATE",
     "GATE_WAIT",
     "GROUP",
@@ -52,6 +55,9 @@ __all__ = [
 ]
 
 ROOT = "/chaos"
+DUMP_STACKS = signal.SIGUSR1
+"""Sent by the controller to a worker it is about to kill for not answering: the worker
+writes every thread's stack to its stderr (``faulthandler``)."""
 MUTEX = f"{ROOT}/mutex"
 RWLOCK = f"{ROOT}/rwlock"
 SEMAPHORE = f"{ROOT}/semaphore"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import faulthandler
 import functools
 import itertools
 import json
@@ -93,6 +94,7 @@ from ._layout import (
     COUNTER_LONG,
     DQUEUE,
     DRIVER_BUG,
+    DUMP_STACKS,
     GATE,
     GATE_WAIT,
     GROUP,
@@ -1576,6 +1578,10 @@ def main() -> int:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # The controller sends this before killing a worker that did not answer in time:
+    # every thread's stack goes to stderr (raw/<name>.stderr), even with the event
+    # loop blocked in a call, so a hang says where it was.
+    faulthandler.register(DUMP_STACKS, file=sys.stderr, all_threads=True)
     return asyncio.run(Worker(config).run())
 
 
