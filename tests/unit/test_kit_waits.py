@@ -149,3 +149,45 @@ async def test_reconnects_calls_back_once_per_reconnection_after_a_disconnection
     reconnects.stop()
     reconnects.stop()
     assert client.listeners == []
+
+
+class PinnedClient(FakeClient):
+    """Refuses every look at once, unsent and without yielding, as a client does for
+    requests pinned (``only_in_session``) to a session that has ended; or, with
+    ``expire``, has the session expire under the first look."""
+
+    def __init__(self, *stats: Stat | None, expire: bool = False) -> None:
+        super().__init__(*stats)
+        self.expire = expire
+        self.looks = 0
+
+    async def watch_exists(self, path: str) -> tuple[Stat | None, FakeWatch]:
+        self.looks += 1
+        if self.looks > 100:
+            raise AssertionError("wait_gone looks again and again without yielding")
+        if self.expire and self.looks == 1:
+            self.session_id = 0  # LOST: the client's session is gone
+            raise SessionExpiredError("ZooKeeper session expired")
+        if not self.expire:
+            raise SessionExpiredError("the session these requests belong to has ended")
+        return await super().watch_exists(path)
+
+    async def wait_connected(self) -> None:
+        await asyncio.sleep(0)
+        self.session_id = SESSION + 1
+
+
+async def test_wait_gone_under_a_pin_to_an_ended_session_raises_instead_of_spinning() -> None:
+    """Chaos (the short run, and seed 5 on 3.8): a Partitioner waiting out its own
+    earlier session's node inside its round, pinned to the round's session, spun
+    on the refusals once that session ended, and froze the whole worker."""
+    client = PinnedClient(stat(owner=SESSION - 1))
+    with pytest.raises(SessionExpiredError):
+        await wait_gone(client, "/n", gone_if=lambda s: s.ephemeral_owner != SESSION - 1)  # type: ignore[arg-type]
+    assert client.looks == 1
+
+
+async def test_wait_gone_without_a_pin_waits_for_the_new_session_and_looks_again() -> None:
+    client = PinnedClient(None, expire=True)
+    assert await wait_gone(client, "/n") is Gone.DELETED  # type: ignore[arg-type]
+    assert (client.looks, client.session_id) == (2, SESSION + 1)

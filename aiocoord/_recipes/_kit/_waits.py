@@ -98,8 +98,10 @@ async def wait_gone(
     (the node is the caller's own, owned by that session), the end of that
     session ends the wait (``SESSION_EXPIRED``/``SESSION_ENDED``); without it,
     an expired session is ridden out and the node looked at again in the new
-    one. ``outlast_outages``: a connection out of reach for longer than the
-    retry policy allows is waited for, however long, instead of raising.
+    one (SessionExpiredError if the caller pinned its requests to the one that
+    ended, with ``only_in_session``). ``outlast_outages``: a connection out of
+    reach for longer than the retry policy allows is waited for, however long,
+    instead of raising.
     ``gone_if``: as for :func:`wait_change`. The first look gets
     :meth:`Deadline.first_look` (again after an expired session), each later
     wait what is left.
@@ -107,6 +109,7 @@ async def wait_gone(
     budget = None if deadline is None else deadline.first_look(client)
     while True:
         gone: Gone | None = None
+        looked_in = client.session_id
         with anyio.move_on_after(budget) as scope:
             try:
                 gone = await _look_and_wait(
@@ -115,6 +118,13 @@ async def wait_gone(
             except SessionExpiredError:
                 if session is not None:
                     return Gone.SESSION_EXPIRED
+                if client.session_id == looked_in:
+                    # Refused in a session that is still the current one: the caller
+                    # pinned its requests to one that has ended (only_in_session).
+                    # Every look again would be refused at once, without ever
+                    # yielding to the event loop: a spin that freezes the process.
+                    raise
+                await client.wait_connected()
                 continue  # look again, in the new session
             except ConnectionLossError:
                 if not outlast_outages:
@@ -143,8 +153,10 @@ async def wait_out_session(client: Client, path: str, owner: int) -> None:
     session timeout) may still find that session's nodes in its new one, until
     the server expires it (one session timeout after it last heard from it, or
     after a leader change restarted its clock). The wait is bounded by that
-    expiry. An expiry of the current session is ridden out; connection loss
-    beyond the client's retry policy raises, as for :func:`wait_gone`.
+    expiry. An expiry of the current session is ridden out, unless the caller
+    pinned its requests to that session (``only_in_session``): then
+    SessionExpiredError, at once. Connection loss beyond the client's retry
+    policy raises, as for :func:`wait_gone`.
     """
     await wait_gone(client, path, gone_if=functools.partial(_owned_by_other, owner))
 
