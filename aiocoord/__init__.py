@@ -90,6 +90,7 @@ from ._recipes.discovery import ServiceProvider as ServiceProvider
 from ._recipes.discovery import ServiceType as ServiceType
 from ._recipes.groups import GroupMember as GroupMember
 from ._recipes.leaders import LeaderElection as LeaderElection
+from ._recipes.leaders import LeaderElectionGroup as LeaderElectionGroup
 from ._recipes.leaders import LeaderLatch as LeaderLatch
 from ._recipes.leaders import LeaderObserver as LeaderObserver
 from ._recipes.locks import Lease as Lease
@@ -202,6 +203,7 @@ __all__ = [
     "InvalidConnectStringError",
     "InvalidPathError",
     "LeaderElection",
+    "LeaderElectionGroup",
     "LeaderLatch",
     "LeaderObserver",
     "LeadershipLostError",

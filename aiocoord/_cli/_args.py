@@ -249,13 +249,26 @@ def build_parser(handlers: dict[str, Handler]) -> tuple[Parser, dict[str, Parser
         "elect",
         "run a command only while leader",
         "  aiocoord elect /election/scheduler --id $(hostname) -- ./scheduler\n"
-        "  aiocoord elect /election/scheduler --requeue -- ./run-once.sh\n\n"
+        "  aiocoord elect /election/scheduler --requeue -- ./run-once.sh\n"
+        "  aiocoord elect --observe /election/scheduler\n\n"
         "Waits to lead, then runs the command; when the command ends, leadership\n"
         "passes to the next in line. If leadership is lost meanwhile, the command\n"
         "is stopped (SIGTERM, then SIGKILL after --grace; exit 71). With --requeue\n"
-        "the participant queues again after each term, until interrupted.",
+        "the participant queues again after each term, until interrupted.\n"
+        "With --observe it takes no part: it prints the leader (id, fencing token,\n"
+        "advertised data; or 'no leader') now and on every change, until interrupted.",
     )
     elect.add_argument("path", metavar="PATH")
+    elect.add_argument(
+        "--observe", action="store_true", help="print the leader on every change; take no part"
+    )
+    elect.add_argument("--json", action="store_true", help="--observe: one JSON object per line")
+    elect.add_argument(
+        "--priority",
+        metavar="N",
+        type=int,
+        help="take over from a leader of lower priority (aiocoord participants only)",
+    )
     elect.add_argument("--id", help="this participant's id (default host:pid:random hex)")
     elect.add_argument(
         "--requeue", action="store_true", help="after each term, queue again and run again"
@@ -470,7 +483,8 @@ def parse(handlers: dict[str, Handler], argv: Sequence[str]) -> argparse.Namespa
             if args.command:
                 sub.error(f"unexpected {' '.join(args.command)!r} before --")
             args.command = command
-        if not args.command and not getattr(args, "command_optional", False):
+        optional = getattr(args, "command_optional", False) or getattr(args, "observe", False)
+        if not args.command and not optional:
             sub.error("which command should run? Give it after --")
     elif command is not None:
         args = parser.parse_args(argv)
@@ -481,6 +495,10 @@ def parse(handlers: dict[str, Handler], argv: Sequence[str]) -> argparse.Namespa
             sub.error(f"counter {args.action} needs N")
         if args.action != "add" and (args.lower is not None or args.upper is not None):
             sub.error("--lower and --upper go with counter add")
+    if args.name == "elect" and args.observe:
+        if args.command or args.priority is not None or args.requeue:
+            sub.error("--observe takes no part: no command, --priority or --requeue")
+        args.interrupt_ok = True
     if args.name == "lock" and args.revocable and args.semaphore is not None:
         sub.error("--revocable goes with a lock, not --semaphore")
     if args.name == "queue":

@@ -16,6 +16,7 @@ import anyio
 
 import aiocoord
 
+from ._elect import observe_command
 from ._exit import CliError, ExitCode
 from ._inspect import inspect_path
 from ._layouts import LOCK_MARKERS, RW_MARKERS, SEMAPHORE_CHILDREN
@@ -198,9 +199,13 @@ async def _run_with_lease(
 
 
 async def elect_command(args: argparse.Namespace, interrupts: Interrupts) -> int:
+    if args.observe:
+        return await observe_command(args, interrupts)
     client = make_client(args)
     with bad_input():
-        election = aiocoord.LeaderElection(client, args.path, participant_id=args.id)
+        election = aiocoord.LeaderElection(
+            client, args.path, participant_id=args.id, priority=args.priority
+        )
     async with connected(client, args):
         while True:
             finished: Finished | None = None

@@ -329,6 +329,37 @@ async def test_elect_requeue_runs_the_command_again_after_a_lost_term(cli, coord
     assert "lost leadership of '/r'" in err
 
 
+async def test_elect_observe_prints_the_leader_on_every_change(cli, coord) -> None:
+    observer = await cli("elect", "--observe", "/o")
+    assert await observer.line() == "no leader"
+    election = aiocoord.LeaderElection(coord, "/o", participant_id="a")
+    async with election.hold():
+        token = election.fencing_token
+        assert await observer.line() == f'leader a token {token}: "a"'
+        await election.proclaim(b"10.0.0.7:80")
+        assert await observer.line() == f'leader a token {token}: "10.0.0.7:80"'
+    assert await observer.line() == "no leader"
+    observer.signal(signal.SIGINT)
+    await observer.finish(close_stdin=False)
+    assert observer.returncode == 0
+
+
+async def test_elect_priority_takes_over_and_stops_the_old_leaders_command(
+    cli, coord, children_reach
+) -> None:
+    first = await cli("elect", "/p", "--id", "low", *child(WAITER, "low"))
+    started = await first.line()
+    assert started.startswith("start low")
+    second = await cli("elect", "/p", "--id", "high", "--priority", "5", *child(WAITER, "high"))
+    assert (await second.line()).startswith("start high")
+    await process_ended(int(started.split()[2]))  # the old leader's command was stopped
+    _out, err = await first.finish()
+    assert first.returncode == 71 and "priority take-over by 'high'" in err
+    await second.send()
+    await second.finish()
+    assert second.returncode == 0
+
+
 # --- counter, queue, barrier ---------------------------------------------------------
 
 

@@ -222,6 +222,11 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
         ("'/election'", "'me'"),
     ),
     (
+        "LeaderElectionGroup",
+        lambda client: aiocoord.LeaderElectionGroup(client, ["/a", "/b"], participant_id="p"),
+        ("'p'", "elections=2", "leading=0"),
+    ),
+    (
         "LeaderObserver",
         lambda client: aiocoord.LeaderObserver(client, "/election"),
         ("'/election'",),

@@ -466,7 +466,7 @@ class LeaderElection:
         self._end_term(term, "resigned", None)
         await settle(term.ending)
 
-    async def hand_over(self, *, to: str, timeout: float | None = None) -> None:
+    async def hand_over(self, *, to: str, timeout: float | None = None, wait: bool = True) -> None:
         """Inside a term: pass leadership to participant ``to`` (an id), who leads next.
 
         The term ends as for :meth:`resign` (the loss's reason says "handed
@@ -479,18 +479,23 @@ class LeaderElection:
 
         Returns once somebody leads again (``to``, unless it left meanwhile);
         OperationTimeoutError if nobody does within ``timeout`` seconds (the
-        hand-over still goes on). InvalidArgumentError if ``to`` is not
-        queued; NotOwnerError outside a term. Called from the term's own block
+        hand-over still goes on). With ``wait=False`` it returns once our node
+        is gone, without following who leads next. InvalidArgumentError if
+        ``to`` is not queued; NotOwnerError outside a term. Called from the term's own block
         (with ``cancel_on_loss``), the call is cancelled with the block once
         the hand-over is under way.
         """
         timeout = check_timeout(timeout, path=self.path)
+        check_flag(wait, "wait", path=self.path)
         node = self._current_term().node
         target = target_node(await self.participants(), to, node, self.path)
         term = self._current_term()  # still ours after the read?
+        if term.node != node:
+            raise NotOwnerError(f"{self.path!r}: the term ended while handing over")
         self._end_term(term, f"handed over to {to!r}", target)
         await settle(term.ending)
-        await wait_next_leader(self._client, self.path, timeout)
+        if wait:
+            await wait_next_leader(self._client, self.path, timeout)
 
     async def leader(self) -> Participant | None:
         """The leading participant; None if nobody takes part (where Curator returns
