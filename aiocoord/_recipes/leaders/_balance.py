@@ -44,7 +44,7 @@ from ..._exceptions import (
 from ..._session import Client, ErrorPolicy, PersistentWatch, retry_on_connection_loss
 from ..._types import ACL
 from .._kit._args import generated_participant_id
-from ._common import Record, contenders, leader_from
+from ._common import Record, contenders, designated, leader_from
 from ._election import LeaderElection
 
 __all__ = ["LeaderElectionGroup"]
@@ -181,7 +181,10 @@ class LeaderElectionGroup:
             if isinstance(listing, Exception) or isinstance(node, Exception):
                 continue
             ordered = contenders(listing[0])
-            head = leader_from(ordered, Record.decode(node[0]))
+            record = Record.decode(node[0])
+            # During a hand-over nobody leads, but the target is about to: count
+            # it there, or others would see it below its share and pile on it.
+            head = leader_from(ordered, record) or designated(ordered, record)
             if ordered:
                 heads[path] = head or ""
                 for name in ordered:

@@ -33,7 +33,7 @@ from ._common import (
     check_arguments,
     check_priority,
     designated,
-    end_term,
+    give_up,
     node_gone,
     node_name,
     participants,
@@ -58,8 +58,12 @@ class _Term:
     node: str
     czxid: int
     hold: Hold
-    ending: asyncio.Task[None] | None = field(default=None)
-    """Giving the node up, when the term was ended on purpose (resign, hand-over)."""
+    giving_up: bool = False
+    """The term was ended on purpose (resign, hand-over): once its block is over,
+    its node goes, with the hand-over's record if ``to`` is set."""
+    to: str | None = None
+    given_up: asyncio.Future[None] | None = field(default=None)
+    """Done once the node is gone, after such an end."""
 
 
 class _ElectionHolding:
@@ -191,9 +195,20 @@ class _ElectionHolding:
             if watcher is not None:
                 watcher.cancel()
             try:
-                if term is not None:
-                    # Ended on purpose: the node goes with the hand-over's record.
-                    await settle(term.ending)
+                if term is not None and term.giving_up:
+                    # Ended on purpose, and the block is over: only now does the
+                    # node go (with the hand-over's record), so the next leader's
+                    # block never overlaps ours.
+                    try:
+                        await settle(
+                            election._client.start_background(
+                                give_up(election._client, self.path, term.node, term.to),
+                                name=f"aiocoord-leader-give-up {term.node}",
+                            )
+                        )
+                    finally:
+                        if term.given_up is not None and not term.given_up.done():
+                            term.given_up.set_result(None)
                 await contender.release()  # finishes the delete even if cancelled meanwhile
             finally:
                 cancelled = await stop(watcher)
@@ -204,6 +219,11 @@ class _ElectionHolding:
 
     def lost_error(self, reason: str) -> HoldLostError:
         return LeadershipLostError(self.path, reason)
+
+
+async def _wait(future: asyncio.Future[None]) -> None:
+    """Wait for ``future`` without cancelling it if the caller is cancelled."""
+    await asyncio.wait([future])
 
 
 class LeaderElection:
@@ -446,16 +466,22 @@ class LeaderElection:
         record = Record(term.node.rsplit("/", 1)[1], data)
         await self.transaction().set(self.path, record.encode()).commit()
 
-    def _end_term(self, term: _Term, reason: str, to: str | None) -> None:
-        if term.ending is None:
-            term.ending = end_term(self._client, self.path, term.node, term.hold, reason, to)
+    def _end_term(self, term: _Term, reason: str, to: str | None) -> asyncio.Future[None]:
+        """End the term on purpose: leadership is dropped now (the block is
+        cancelled through the loss path), the node goes once the block is over."""
+        if term.given_up is None:
+            term.giving_up, term.to = True, to
+            term.given_up = asyncio.get_running_loop().create_future()
+            term.hold.mark_lost(reason, warn=False)
+        return term.given_up
 
     async def resign(self, *, requeue: bool = True) -> None:
         """Inside a term: end it now.
 
         Leadership is dropped first: the term's block is cancelled through the
         usual loss path (leaving ``hold()`` raises LeadershipLostError saying
-        "resigned"), then our node is deleted, so the next participant leads.
+        "resigned"); once the block is over our node is deleted, so the next
+        participant leads (its term never overlaps ours). Returns then.
         :meth:`run` queues again behind the others, or with ``requeue=False``
         returns. NotOwnerError outside a term. Called from the term's own block
         (with ``cancel_on_loss``), the call is cancelled with the block.
@@ -463,8 +489,7 @@ class LeaderElection:
         check_flag(requeue, "requeue", path=self.path)
         term = self._current_term()
         self._leave = not requeue
-        self._end_term(term, "resigned", None)
-        await settle(term.ending)
+        await _wait(self._end_term(term, "resigned", None))
 
     async def hand_over(self, *, to: str, timeout: float | None = None, wait: bool = True) -> None:
         """Inside a term: pass leadership to participant ``to`` (an id), who leads next.
@@ -492,8 +517,7 @@ class LeaderElection:
         term = self._current_term()  # still ours after the read?
         if term.node != node:
             raise NotOwnerError(f"{self.path!r}: the term ended while handing over")
-        self._end_term(term, f"handed over to {to!r}", target)
-        await settle(term.ending)
+        await _wait(self._end_term(term, f"handed over to {to!r}", target))
         if wait:
             await wait_next_leader(self._client, self.path, timeout)
 
