@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import json
 import math
+import signal
 import statistics
 import sys
 import time
@@ -47,6 +48,12 @@ async def worker(connect: str, name: str, elections: int, balance: bool) -> None
         async def term(_path: str) -> None:
             await asyncio.Event().wait()
 
+        def dump() -> None:  # kill -USR1 <worker>: its tasks' stacks, for a stuck run
+            with open(f"/tmp/aiocoord-leadership-{name}.txt", "w") as out:
+                for task in asyncio.all_tasks():
+                    task.print_stack(limit=12, file=out)
+
+        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, dump)
         print("READY", flush=True)
         await group.run(term)
 

@@ -22,8 +22,6 @@ processes, or processes leaving, start another round.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
 import logging
 import math
 import random
@@ -41,7 +39,7 @@ from ..._exceptions import (
     NoNodeError,
     SessionError,
 )
-from ..._session import Client, ErrorPolicy, PersistentWatch, retry_on_connection_loss
+from ..._session import Client, ErrorPolicy
 from ..._types import ACL
 from .._kit._args import generated_participant_id
 from ._common import Record, contenders, designated, leader_from
@@ -66,8 +64,10 @@ class LeaderElectionGroup:
     cancelled; the reason says "handed over to ...").
 
     ``settle`` is how long the group lets a burst of changes settle before
-    it counts leaders again (seconds); the count reads every election's queue
-    in one round trip and their leaders' ids in one more.
+    it counts leaders again (seconds); it counts when one of its terms starts
+    or ends, and every ``recount`` seconds (jittered) to see processes join
+    and leave. A count reads every election's queue in one round trip and the
+    queued participants' ids in one more.
     """
 
     def __init__(
@@ -80,6 +80,7 @@ class LeaderElectionGroup:
         acl: Sequence[ACL] | None = None,
         balance: bool = True,
         settle: float = 0.1,
+        recount: float = 1.0,
     ) -> None:
         if isinstance(paths, str) or not isinstance(paths, Sequence):
             raise ArgumentTypeError("paths", "a sequence of paths", paths)
@@ -98,6 +99,7 @@ class LeaderElectionGroup:
         """One election per path, in the order given."""
         self._balance = balance
         self._settle = check_seconds(settle, "settle")
+        self._recount = check_seconds(recount, "recount")
         self._dirty = asyncio.Event()
         self.handed_over = 0
         """How many terms this group has handed over to balance leadership."""
@@ -138,31 +140,25 @@ class LeaderElectionGroup:
     # --- balancing --------------------------------------------------------------------------
 
     async def _balancer(self) -> None:
-        async with contextlib.AsyncExitStack() as stack, anyio.create_task_group() as group:
-            for path in self.elections:
-                watch = await retry_on_connection_loss(
-                    self._client, functools.partial(self._client.add_watch, path)
-                )
-                stack.push_async_callback(watch.aclose)
-                group.start_soon(self._mark_dirty, watch)
-            while True:
+        # Counted again when one of our terms starts or ends, and every
+        # ``recount`` seconds (other processes joining or leaving). Not on
+        # watches: a persistent watch on an election path, in the client whose
+        # contenders wait on that path's children, was seen to leave some of
+        # their exists-watches unfired at 20 processes x 200 elections.
+        while True:
+            with anyio.move_on_after(self._recount * (1 + random.random())):
                 await self._dirty.wait()
-                # Let a burst settle (jittered, so groups that saw the same change
-                # rarely decide at the same moment), then count.
-                await anyio.sleep(self._settle * (1 + random.random()))
-                self._dirty.clear()
-                try:
-                    await self._rebalance()
-                except ClientClosedError:
-                    raise
-                except (SessionError, NoNodeError) as error:
-                    log.info("leader group %r: balancing waits: %s", self.participant_id, error)
-                    await self._client.wait_connected()
-                    self._dirty.set()
-
-    async def _mark_dirty(self, watch: PersistentWatch) -> None:
-        with contextlib.suppress(SessionError):
-            async for _event in watch:
+            # Let a burst settle (jittered, so groups that saw the same change
+            # rarely decide at the same moment), then count.
+            await anyio.sleep(self._settle * (1 + random.random()))
+            self._dirty.clear()
+            try:
+                await self._rebalance()
+            except ClientClosedError:
+                raise
+            except (SessionError, NoNodeError) as error:
+                log.info("leader group %r: balancing waits: %s", self.participant_id, error)
+                await self._client.wait_connected()
                 self._dirty.set()
 
     async def _leaders(self) -> tuple[dict[str, str | None], set[str], dict[str, list[str]]]:
