@@ -43,7 +43,6 @@ from ..._session import (
     ChangeStream,
     Client,
     ConnectionState,
-    PersistentWatch,
     call_with_retry,
     retry_on_connection_loss,
     run_cleanup,
@@ -51,9 +50,10 @@ from ..._session import (
 )
 from ..._types import ACL, Stat, WatchEvent
 from .._kit._args import generated_participant_id, recipe_path
+from .._kit._follow import Rereads, follow_subtree
 from .._kit._lifecycle import Lifecycle, Phase
 from .._kit._participants import Participant
-from .._kit._waits import Reconnects, wait_gone, wait_out_session
+from .._kit._waits import wait_gone, wait_out_session
 
 __all__ = ["GroupMember"]
 
@@ -88,24 +88,6 @@ def _member_id(path: str, member_id: object) -> str:
         raise InvalidPathError(node, f"{member_id!r} cannot be a member id")
     _paths.validate_path(node)  # the code points ZooKeeper refuses
     return member_id
-
-
-class _Observer:
-    """One :meth:`GroupMember.changes` iterator: told to read again, and woken."""
-
-    __slots__ = ("reconnects", "reread", "scope")
-
-    def __init__(self, client: Client) -> None:
-        self.reread = False
-        self.scope: anyio.CancelScope | None = None
-        # The server does not replay what a persistent watch missed while the
-        # client was away: read the group again after every reconnection.
-        self.reconnects = Reconnects(client, self.wake)
-
-    def wake(self) -> None:
-        self.reread = True
-        if self.scope is not None:
-            self.scope.cancel()
 
 
 class GroupMember:
@@ -168,7 +150,7 @@ class GroupMember:
         """Serialises our writes to the node (create, adopt, update)."""
         self._signal = asyncio.Event()
         """Set (and replaced) whenever ``is_member``, the failure or the phase changes."""
-        self._observers: set[_Observer] = set()
+        self._observers: set[Rereads] = set()
 
     def __repr__(self) -> str:
         state = "failed" if self._failure is not None else self._life.phase.value
@@ -601,68 +583,19 @@ class GroupMember:
             async for participants in changes:
                 self._listeners.publish(participants)
 
-    async def _changes(self) -> AsyncGenerator[list[Participant], None]:
-        client = self._client
-        observer = _Observer(client)
-        self._observers.add(observer)
-        observer.reconnects.listen()
-        watch: PersistentWatch | None = None
-        last: list[Participant] | None = None
-        try:
-            while True:
-                self._check_failure()
-                if self._life.closed:
-                    return
-                try:
-                    if watch is None:
-                        # Watch first, read second: a change after the read is seen.
-                        watch = await retry_on_connection_loss(
-                            client, lambda: client.add_watch(self._group, recursive=True)
-                        )
-                    observer.reread = False
-                    snapshot = await self.participants()
-                    if last is None or snapshot != last:
-                        last = snapshot
-                        yield snapshot
-                    if not await self._next_change(watch, observer):
-                        return  # the client closed
-                except ClientClosedError:
-                    return
-                except SessionExpiredError:
-                    # The session took the watch with it (and maybe some events):
-                    # add a new one, then read again.
-                    if watch is not None:
-                        await watch.aclose()
-                    watch = None
-                except SessionError:
-                    # Out of reach for a whole request timeout: wait on, however long.
-                    try:
-                        await client.wait_connected()
-                    except ClientClosedError:
-                        return
-        finally:
-            self._observers.discard(observer)
-            observer.reconnects.stop()
-            if watch is not None:
-                await watch.aclose()
+    def _changes(self) -> AsyncGenerator[list[Participant], None]:
+        def still_wanted() -> bool:
+            self._check_failure()
+            return not self._life.closed
 
-    async def _next_change(self, watch: PersistentWatch, observer: _Observer) -> bool:
-        """Wait until the group may have changed (or the observer is woken); False
-        once the watch has ended with the client."""
-        if not observer.reread:
-            with anyio.CancelScope() as scope:
-                observer.scope = scope
-                try:
-                    while not self._about_a_member(await watch.__anext__()):
-                        pass
-                except StopAsyncIteration:
-                    return False
-                finally:
-                    observer.scope = None
-        # Coalesce a burst: the read that follows covers every event queued so far.
-        while watch.pending:
-            await watch.__anext__()
-        return True
+        return follow_subtree(
+            self._client,
+            self._group,
+            self.participants,
+            relevant=self._about_a_member,
+            still_wanted=still_wanted,
+            followers=self._observers,
+        )
 
     def _about_a_member(self, event: WatchEvent) -> bool:
         """Whether ``event`` may change the group: on the group node or a member

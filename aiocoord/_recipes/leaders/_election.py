@@ -278,11 +278,11 @@ class LeaderElection:
         self.participant_id, self._data = check_arguments(
             client, path, participant_id, error_policy, "leader election"
         )
-        self.priority = check_priority(priority, path)
-        """This participant's priority (None: the lowest)."""
         """This participant's id, stored in its node as UTF-8 (Curator's
         LeaderSelector id); ``<host>:<pid>:<random hex>`` unless one was given
         (where Curator stores the client's IP address)."""
+        self.priority = check_priority(priority, path)
+        """This participant's priority (None: the lowest)."""
         self._acl = check_recipe_acl(acl, path)
         self._client = client
         self.path = path

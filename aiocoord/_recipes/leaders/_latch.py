@@ -125,10 +125,10 @@ class LeaderLatch:
         self.participant_id, self._data = check_arguments(
             client, path, participant_id, error_policy, "leader latch"
         )
-        self.priority = check_priority(priority, path)
-        """This participant's priority (None: the lowest)."""
         """This participant's id, stored in its node as UTF-8 (Curator's latch id);
         ``<host>:<pid>:<random hex>`` unless one was given."""
+        self.priority = check_priority(priority, path)
+        """This participant's priority (None: the lowest)."""
         self._acl = check_recipe_acl(acl, path)
         self._client = client
         self.path = path

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -22,19 +22,16 @@ from ..._exceptions import (
     ClientClosedError,
     NoNodeError,
     OperationTimeoutError,
-    SessionError,
-    SessionExpiredError,
 )
 from ..._session import (
     Broadcast,
     ChangeStream,
     Client,
-    PersistentWatch,
     retry_on_connection_loss,
 )
 from .._kit._args import recipe_path
+from .._kit._follow import follow_subtree
 from .._kit._participants import Participant
-from .._kit._waits import Reconnects
 from ._common import leader_from, read_queue
 
 __all__ = ["LeaderObserver", "observe", "read_leader", "wait_next_leader"]
@@ -63,86 +60,10 @@ async def read_leader(client: Client, path: str) -> Participant | None:
         )
 
 
-class _Wake:
-    """Tells one observing iterator to read again (after a reconnection)."""
-
-    __slots__ = ("reconnects", "reread", "scope")
-
-    def __init__(self, client: Client) -> None:
-        self.reread = False
-        self.scope: anyio.CancelScope | None = None
-        # The server does not replay what a persistent watch missed while the
-        # client was away: read again after every reconnection.
-        self.reconnects = Reconnects(client, self.wake)
-
-    def wake(self) -> None:
-        self.reread = True
-        if self.scope is not None:
-            self.scope.cancel()
-
-
-_UNSET: Any = object()
-
-
-async def _observing(client: Client, path: str) -> AsyncGenerator[Participant | None, None]:
-    wake = _Wake(client)
-    wake.reconnects.listen()
-    watch: PersistentWatch | None = None
-    last: Participant | None = _UNSET
-    try:
-        while True:
-            try:
-                if watch is None:
-                    # Watch first, read second: a change after the read is seen.
-                    watch = await retry_on_connection_loss(
-                        client, lambda: client.add_watch(path, recursive=True)
-                    )
-                wake.reread = False
-                leader = await read_leader(client, path)
-                if last is _UNSET or leader != last:
-                    last = leader
-                    yield leader
-                if not await _next_event(watch, wake):
-                    return  # the client closed
-            except ClientClosedError:
-                return
-            except SessionExpiredError:
-                # The session took the watch with it: add a new one, then read again.
-                if watch is not None:
-                    await watch.aclose()
-                watch = None
-            except SessionError:
-                # Out of reach for a whole request timeout: wait on, however long.
-                try:
-                    await client.wait_connected()
-                except ClientClosedError:
-                    return
-    finally:
-        wake.reconnects.stop()
-        if watch is not None:
-            await watch.aclose()
-
-
-async def _next_event(watch: PersistentWatch, wake: _Wake) -> bool:
-    """Wait for an event (or a wake-up); False once the watch ended with the client."""
-    if not wake.reread:
-        with anyio.CancelScope() as scope:
-            wake.scope = scope
-            try:
-                await watch.__anext__()
-            except StopAsyncIteration:
-                return False
-            finally:
-                wake.scope = None
-    # Coalesce a burst: the read that follows covers every event queued so far.
-    while watch.pending:
-        await watch.__anext__()
-    return True
-
-
 def observe(client: Client, path: str) -> ChangeStream[Participant | None]:
     """The stream behind every ``observe()``: see :meth:`LeaderObserver.observe`."""
-    return ChangeStream(source=_observing(client, path), name=f"leader of {path!r}")
+    source = follow_subtree(client, path, functools.partial(read_leader, client, path))
+    return ChangeStream(source=source, name=f"leader of {path!r}")
 
 
 class LeaderObserver:
