@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any
 
 from .._exceptions import ClientClosedError
@@ -124,6 +124,10 @@ class WatchRegistry:
     def add_persistent(self, watch: PersistentWatch) -> None:
         self._persistent[watch.kind].setdefault(watch.server_path, set()).add(watch)
 
+    def holds(self, kind: WatchKind, server_path: str) -> bool:
+        """Whether a persistent watch of ``kind`` is held on ``server_path``."""
+        return server_path in self._persistent[kind]
+
     def discard_persistent(self, watch: PersistentWatch) -> bool:
         """Forget ``watch``; True if it was the last local one of its kind on its path
         (so the server-side watch can go too)."""
@@ -143,13 +147,37 @@ class WatchRegistry:
             server_path in table for table in self._persistent.values()
         )
 
+    def one_shot_pending(self, server_path: str) -> list[Watch]:
+        """The one-shot watches waiting on ``server_path``."""
+        return [w for table in self._by_kind.values() for w in table.get(server_path, ())]
+
+    def serves(self, server_path: str, kinds: Iterable[WatchKind]) -> bool:
+        """Whether a persistent watch held on exactly ``server_path`` already brings
+        every event a one-shot watch of ``kinds`` there would fire on.
+
+        A persistent watch sees all of its node's events; a recursive one all
+        but child events (see :meth:`fire` for those).
+        """
+        if server_path in self._persistent[WatchKind.PERSISTENT]:
+            return True
+        return server_path in self._persistent[WatchKind.RECURSIVE] and all(
+            kind is not WatchKind.CHILD for kind in kinds
+        )
+
     def fire(self, event_type: EventType, server_path: str, user_path: str) -> None:
         event = WatchEvent(event_type, user_path)
         for kind in _FIRES[event_type]:
-            waiters = self._by_kind[kind].pop(server_path, None)
-            for watch in waiters or ():
-                if not watch._future.done():
-                    watch._future.set_result(event)
+            _resolve(self._by_kind[kind].pop(server_path, None), event)
+        if event_type in (EventType.CREATED, EventType.DELETED) and server_path != "/":
+            # A node created or deleted changed its parent's children: fire a
+            # child watch there too. The server sends that event as well, unless
+            # a recursive watch on the parent took the watch's place (servers
+            # before 3.9 keep one watch mode per path and connection,
+            # ZOOKEEPER-4466); whichever comes first fires it.
+            waiters = self._by_kind[WatchKind.CHILD].pop(_parent(server_path), None)
+            if waiters:
+                child_event = WatchEvent(EventType.CHILD, _parent(user_path))
+                _resolve(waiters, child_event)
         for persistent in self._persistent[WatchKind.PERSISTENT].get(server_path, ()):
             push(persistent, event)
         recursive = self._persistent[WatchKind.RECURSIVE]
@@ -194,6 +222,16 @@ class WatchRegistry:
         for ptable in self._persistent.values():
             for pwaiters in ptable.values():
                 yield from pwaiters
+
+
+def _resolve(waiters: set[Watch] | None, event: WatchEvent) -> None:
+    for watch in waiters or ():
+        if not watch._future.done():
+            watch._future.set_result(event)
+
+
+def _parent(path: str) -> str:
+    return path.rpartition("/")[0] or "/"
 
 
 def _self_and_ancestors(path: str) -> Iterator[str]:

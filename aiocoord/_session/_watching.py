@@ -54,18 +54,31 @@ class Watcher:
         # addWatch requests in flight, by (kind, server path): a removeWatches
         # sent while one is in flight would undo it on the server.
         self._adding: collections.Counter[tuple[WatchKind, str]] = collections.Counter()
+        # One-shot reads in flight that rely on a persistent watch held on
+        # their path, by server path; and persistent watches closed locally
+        # whose server-side removal waits for such one-shot watches.
+        self._serving: collections.Counter[str] = collections.Counter()
+        self._pending_removal: set[tuple[WatchKind, str, str]] = set()
         self._individual_removal = True
         """Until the server refuses it: removing one kind of watch (ZooKeeper >= 3.9)."""
 
     async def _call_watched(
-        self, op: _zk.Op, path: str, kinds: dict[int, WatchKind]
+        self, build: Callable[..., _zk.Op], path: str, kinds: dict[int, WatchKind]
     ) -> tuple[Any, Watch]:
-        """Send ``op``; return its reply (or raise its error) and the watch it set.
+        """Send the read ``build(path, watch=...)``; return its reply (or raise its
+        error) and the watch it set.
 
         ``kinds`` maps reply codes to the watch the server set for them. A
-        reply with another code set none, and its error is raised.
+        reply with another code set none, and its error is raised. Where a
+        persistent watch held on the same path already brings the events, the
+        read goes without the watch flag and the local watch rides on it:
+        servers before 3.9 keep one watch mode per path and connection
+        (ZOOKEEPER-4466), so a one-shot watch set there would replace the
+        persistent one, which would then end when the one-shot fired.
         """
+        _paths.validate_path(path)
         server_path = self._requests.server_path(path)
+        served = self._registry.serves(server_path, kinds.values())
         out: list[Watch] = []
 
         def hook(code: int) -> None:
@@ -75,8 +88,12 @@ class Watcher:
                 self._registry.add(watch)
                 out.append(watch)
 
+        if served:
+            # Keeps the persistent watch on the server until the reply has
+            # registered the local watch (see _remove).
+            self._serving[server_path] += 1
         try:
-            result = await self._engine.call(op, hook)
+            result = await self._engine.call(build(path, watch=not served), hook)
         except asyncio.CancelledError:
             for watch in out:
                 watch.cancel()
@@ -85,23 +102,27 @@ class Watcher:
             if not out:
                 raise
             result = None  # an error that set a watch (exists on a missing node)
+        finally:
+            if served:
+                self._serving[server_path] -= 1
+                if not self._serving[server_path]:
+                    del self._serving[server_path]
+                self._retry_removals(server_path)
         return result, out[0]
 
     async def exists(self, path: str) -> tuple[Stat | None, Watch]:
         kinds = {0: WatchKind.DATA, _zk.NO_NODE_CODE: WatchKind.EXIST}
-        stat, watch = await self._call_watched(self._requests.exists(path, watch=True), path, kinds)
+        stat, watch = await self._call_watched(self._requests.exists, path, kinds)
         return stat, watch
 
     async def data(self, path: str) -> tuple[bytes, Stat, Watch]:
-        result, watch = await self._call_watched(
-            self._requests.get(path, watch=True), path, {0: WatchKind.DATA}
-        )
+        result, watch = await self._call_watched(self._requests.get, path, {0: WatchKind.DATA})
         data, stat = result
         return data, stat, watch
 
     async def children(self, path: str) -> tuple[list[str], Stat, Watch]:
         result, watch = await self._call_watched(
-            self._requests.children(path, watch=True), path, {0: WatchKind.CHILD}
+            self._requests.children, path, {0: WatchKind.CHILD}
         )
         names, stat = result
         return names, stat, watch
@@ -139,22 +160,45 @@ class Watcher:
         Removal is sent at once, so a later addWatch on the path is applied
         after it. Servers before 3.9 only remove all of a path's watches at
         once (type ANY): then only when no local watch of any kind is left on
-        the path, since a removed one-shot watch would never fire.
+        the path, since a removed one-shot watch would never fire. While
+        one-shot watches on the path may ride on this one (see
+        :meth:`_call_watched`), removal waits until they are done.
         """
         if not self._registry.discard_persistent(watch):
             return
-        path, server_path = watch.path, watch.server_path
-        if self._adding[(watch.kind, server_path)]:
-            return
+        self._pending_removal.add((watch.kind, watch.path, watch.server_path))
+        self._retry_removals(watch.server_path)
+
+    def _retry_removals(self, server_path: str) -> None:
+        """Send the removals waiting on ``server_path`` that nothing holds back now."""
+        for key in [k for k in self._pending_removal if k[2] == server_path]:
+            kind, path, _ = key
+            if self._registry.holds(kind, server_path):
+                self._pending_removal.discard(key)  # added again: keep the server's
+                continue
+            if self._adding[(kind, server_path)]:
+                self._pending_removal.discard(key)  # the addWatch in flight re-adds it
+                continue
+            if self._serving[server_path]:
+                return  # a read relying on it is in flight: its end retries
+            riding = self._registry.one_shot_pending(server_path)
+            if riding:
+                for one_shot in riding:
+                    one_shot.add_done_callback(lambda _w: self._retry_removals(server_path))
+                return
+            self._pending_removal.discard(key)
+            self._send_removal(kind, path, server_path)
+
+    def _send_removal(self, kind: WatchKind, path: str, server_path: str) -> None:
         if not self._individual_removal:
             self._remove_all(path, server_path)
             return
-        kind = (
+        watcher_type = (
             _zk.WATCHER_TYPE_PERSISTENT_RECURSIVE
-            if watch.recursive
+            if kind is WatchKind.RECURSIVE
             else _zk.WATCHER_TYPE_PERSISTENT
         )
-        sent = self._engine.send_now(_zk.remove_watches_op(path, server_path, kind))
+        sent = self._engine.send_now(_zk.remove_watches_op(path, server_path, watcher_type))
         if sent is not None:
             sent.add_done_callback(lambda reply: self._removed(reply, path, server_path))
 

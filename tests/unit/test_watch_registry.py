@@ -76,11 +76,27 @@ async def test_events_match_the_exact_server_path_only() -> None:
     child = watch(registry, DATA, "/a/b")
     sibling = watch(registry, DATA, "/ab")
 
-    registry.fire(EventType.DELETED, "/ns/a/b", "/a/b")
+    registry.fire(EventType.CHANGED, "/ns/a/b", "/a/b")
 
-    assert result(child) == WatchEvent(EventType.DELETED, "/a/b")
+    assert result(child) == WatchEvent(EventType.CHANGED, "/a/b")
     assert not parent.done() and not sibling.done()
     assert sorted(registry.paths(CHILD) + registry.paths(DATA)) == ["/ns/a", "/ns/ab"]
+
+
+async def test_a_create_or_delete_also_fires_a_child_watch_on_the_parent() -> None:
+    # The server's own child event may not come: a recursive watch on the
+    # parent replaces a child watch there on servers before 3.9 (ZOOKEEPER-4466).
+    registry = WatchRegistry()
+    parent = watch(registry, CHILD, "/a")
+    grandparent = watch(registry, CHILD, "/", server_path="/ns")
+    sibling = watch(registry, CHILD, "/ab")
+
+    registry.fire(EventType.DELETED, "/ns/a/b", "/a/b")
+
+    assert result(parent) == WatchEvent(EventType.CHILD, "/a")
+    assert not grandparent.done() and not sibling.done()
+    registry.fire(EventType.CREATED, "/ns/a", "/a")
+    assert result(grandparent) == WatchEvent(EventType.CHILD, "/")
 
 
 async def test_the_event_carries_the_users_path_not_the_servers() -> None:
