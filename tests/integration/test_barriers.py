@@ -730,3 +730,44 @@ async def test_a_late_entrant_waits_for_the_next_round_and_holds_nobody_up(
     assert await asyncio.gather(entering, other.enter(timeout=10)) == [True, True]
     assert await asyncio.gather(late.leave(timeout=10), other.leave(timeout=10)) == [True, True]
     assert await children_of(a, "/rounds") == []
+
+
+async def test_an_enter_whose_cleanup_is_cut_off_deletes_its_node_once_back(
+    zookeeper, client_factory
+) -> None:
+    """The enter gives up while connected, so its node's delete is sent at once;
+    the connection drops under it and stays away past the request timeout, but
+    not long enough to lose the session. The node must still go once the client
+    is back: a given-up participant left in a live session would be counted by
+    the others for as long as that session lives (the chaos run's barrier.enter)."""
+    observer = client_factory()
+    await observer.start()
+    await observer.create("/cutoff")
+    _names, _stat, created = await observer.watch_children("/cutoff")
+    host, port = zookeeper.connect_string.rsplit(":", 1)
+    async with TcpProxy(host, int(port)) as proxy:
+        a = aiocoord.connect(
+            proxy.connect_string,
+            namespace=zookeeper.namespace,
+            session_timeout=20,
+            request_timeout=0.5,
+        )
+        async with a:
+            barrier = DoubleBarrier(a, "/cutoff", 2)
+            entering = asyncio.create_task(barrier.enter())
+            await asyncio.wait_for(created, 5)
+            name = name_of(barrier)
+            session = a.session_id
+            proxy.hold()  # the delete goes no further than the proxy...
+            entering.cancel()
+            await asyncio.sleep(0)  # the cancelled enter runs first: its cleanup begins
+            assert barrier.node is None and a.connected  # ... while connected
+            proxy.refuse()
+            proxy.cut()  # ... and is dropped with the connection
+            with pytest.raises(asyncio.CancelledError):
+                await entering
+            assert (await observer.children("/cutoff")) == [name]
+            proxy.refuse(False)
+            proxy.release()
+            await asyncio.wait_for(wait_gone(observer, "/cutoff", name), 10)
+            assert a.session_id == session  # the session lived on: its delete did it

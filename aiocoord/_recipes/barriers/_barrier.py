@@ -380,15 +380,40 @@ class DoubleBarrier:
 
     async def _discard(self) -> None:
         """Delete our node (if any): now if ZooKeeper is reachable (shielded and
-        time-bounded), else in the background once it is back."""
+        time-bounded), else in the background once it is back.
+
+        A delete begun while connected can still fail to land: the connection
+        drops under it and does not come back within the request timeout
+        (NoConnectionError, which the cleanup swallows), the retries run out,
+        or the cleanup's bound passes. The session may well survive that, and
+        with it our node, which the others would count for as long as the
+        session lives: such a delete is handed to the background too."""
         node, self._node = self._node, None
         self._entered = False
         if node is None:
             return
         client = self._client
         if client.connected:
-            await run_cleanup(client, lambda: delete_quietly(client, node))
-        elif not client.closed:
+            deleted = False
+
+            async def delete() -> None:
+                nonlocal deleted
+                await delete_quietly(client, node)
+                deleted = True
+
+            try:
+                await run_cleanup(client, delete)
+            except ConnectionLossError:
+                pass  # the retries ran out: the background delete below takes over
+            finally:
+                if not deleted:
+                    self._delete_later(node)
+        else:
+            self._delete_later(node)
+
+    def _delete_later(self, node: str) -> None:
+        client = self._client
+        if not client.closed:
             client.start_background(
                 _delete_later(client, node), name=f"aiocoord-barrier-cleanup {node}"
             )
