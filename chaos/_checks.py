@@ -606,8 +606,9 @@ def _barrier(history: History, verdict: Verdict) -> None:
     round: for each successful enter there is a moment between its start and its
     end at which ``members`` attempts were in (from their enter's start until they
     began to leave, or gave up; one that gave up because its session was lost,
-    or on a timeout while its client was disconnected, may be counted by the
-    others for one more session timeout)."""
+    or in any way while its client was disconnected, or in a way the driver
+    could not read, may be counted by the others for one more session
+    timeout)."""
     members = int(history.meta.get("members", 0))
     session_timeout = float(history.meta.get("session_timeout", 0))
     enters = history.of("barrier", "enter")
@@ -621,12 +622,15 @@ def _barrier(history: History, verdict: Verdict) -> None:
                 end = leave.invoke
         elif enter.complete is not None:
             end = enter.complete
-            if _session_lost(enter) or enter.error == "timeout-disconnected":
-                # The client gave its session up, or gave up while cut off and
-                # left its node to a delete that runs once ZooKeeper is back;
-                # either way the server may keep the node (which the others
-                # count) up to a session timeout longer, as after a leader
-                # change that restarts its clock.
+            if enter.status == "unknown" or _session_lost(enter) or _cut_off(enter):
+                # The client gave its session up, or gave up (timed out, failed
+                # or was cancelled) while cut off and left its node to a delete
+                # that runs once ZooKeeper is back, or ended in a way the driver
+                # could not read (its cleanup did run: the driver waits for
+                # the entering task to finish); either way the server may
+                # keep the node (which the others count) up to a session
+                # timeout longer, as after a leader change that restarts its
+                # clock.
                 end += session_timeout
         spans.append((enter.invoke, end))
     passed = [e for e in enters if e.status == "ok" and e.complete is not None]
@@ -648,6 +652,13 @@ def _barrier(history: History, verdict: Verdict) -> None:
         "enters failed": sum(1 for e in enters if e.status == "fail"),
         "leaves": len(leaves),
     }
+
+
+def _cut_off(op: Op) -> bool:
+    """Whether failed enter ``op`` ended while its client was disconnected (its
+    node's delete then waits for ZooKeeper). Histories from before every failed
+    enter recorded ``connected`` name only a timeout that way."""
+    return op.get("connected") is False or op.error == "timeout-disconnected"
 
 
 def _session_lost(op: Op) -> bool:

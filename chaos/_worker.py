@@ -985,15 +985,21 @@ class Worker:
     async def barrier_enter(self, barrier: DoubleBarrier, client: aiocoord.Client) -> Outcome:
         """Enter, giving up at once when the run stops (the others stop coming).
 
-        An enter that times out while its client is disconnected leaves its node
-        to a background delete that lands once ZooKeeper is back, and the others
-        count that node until then: recorded as ``timeout-disconnected`` so the
-        check knows. The state is read in the entering task, right after the
-        enter returns, with no await in between, so it is the state the recipe
-        decided on."""
+        An enter that gives up (timeout, error, cancelled) while its client is
+        disconnected leaves its node to a background delete that lands once
+        ZooKeeper is back, and the others count that node until then. So every
+        failed enter records ``connected``: the state read in the entering task
+        right after the enter returned or raised, with no await in between, so
+        it is the state the recipe's cleanup decided on. The entering task never
+        outlives this call (a watchdog's cancellation cancels it too)."""
 
-        async def enter() -> tuple[bool, bool]:
-            entered = await barrier.enter(timeout=BARRIER_TIMEOUT)
+        async def enter() -> tuple[bool | BaseException, bool]:
+            try:
+                entered: bool | BaseException = await barrier.enter(timeout=BARRIER_TIMEOUT)
+            except (CoordinationError, asyncio.CancelledError) as error:
+                # Only this call cancels the task, and it awaits it: the
+                # cancellation is ours, recorded as "stopped" below.
+                return error, client.connected
             return entered, client.connected
 
         entering = asyncio.ensure_future(enter())
@@ -1002,18 +1008,23 @@ class Worker:
             await asyncio.wait({entering, stopped}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopped.cancel()
-        if not entering.done():
-            entering.cancel()
-            with contextlib.suppress(asyncio.CancelledError, CoordinationError):
-                await entering
-            return Outcome("fail", "stopped")
-        try:
-            entered, connected = entering.result()
-        except CoordinationError as error:
-            return Outcome("fail", _name(error))
-        if entered:
+            if not entering.done():
+                entering.cancel()
+                # Shielded: the enter's cleanup finishes before the op is recorded,
+                # even when the watchdog is what cancels us.
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.shield(entering)
+        if entering.cancelled():  # cancelled before it began: it made no node
+            return Outcome("fail", "stopped", {"connected": client.connected})
+        entered, connected = entering.result()
+        if isinstance(entered, BaseException):
+            stopped_here = isinstance(entered, asyncio.CancelledError)
+            error = "stopped" if stopped_here else _name(entered)
+        elif entered:
             return Outcome("ok")
-        return Outcome("fail", "timeout" if connected else "timeout-disconnected")
+        else:
+            error = "timeout"
+        return Outcome("fail", error, {"connected": connected})
 
     @staticmethod
     async def barrier_leave(barrier: DoubleBarrier) -> Outcome:

@@ -1128,6 +1128,51 @@ def test_an_enter_given_up_with_its_session_may_still_count_for_the_others() -> 
     assert not judged("timeout").passed
 
 
+def test_an_enter_that_failed_while_cut_off_may_still_count_for_the_others() -> None:
+    """Any enter that gives up while its client is disconnected (an error such
+    as NoConnectionError, or cancelled at the end of the run), not only a
+    timeout, leaves its node to a background delete that lands once ZooKeeper
+    is back: w0 and w1 passing with w2's node counted is no violation. The
+    same failure while connected deleted the node before returning, and so
+    did an enter whose driver lost track of it only after its cleanup ran
+    (status unknown) within a session timeout: two passing alone breaks it."""
+    check = next(c for c in CHECKS if c.name == "barrier.enter")
+
+    def judged(error: str, connected: bool, status: str = "fail", at: float = 1.1) -> Verdict:
+        failed = op(
+            "w2:e1",
+            "barrier",
+            "enter",
+            0.0,
+            1.0,
+            status,
+            error=error,
+            args={"attempt": 1},
+            connected=connected,
+        )
+        records = [
+            *failed,
+            *op("w0:e1", "barrier", "enter", at, at + 0.1, args={"attempt": 1}),
+            *op("w1:e1", "barrier", "enter", at, at + 0.1, args={"attempt": 1}),
+            *op("w0:l1", "barrier", "leave", at + 0.2, at + 0.3, args={"attempt": 1}),
+            *op("w1:l1", "barrier", "leave", at + 0.2, at + 0.3, args={"attempt": 1}),
+        ]
+        run = {"type": "run", "t": 0.0, "members": 3, "session_timeout": 4.0}
+        return run_checks(build_history([run, *records]), [check])[0]
+
+    no_connection = "NoConnectionError: no connection to ZooKeeper within 4 s"
+    assert judged(no_connection, connected=False).passed
+    assert judged("stopped", connected=False).passed
+    assert judged("timeout", connected=False).passed
+    assert not judged(no_connection, connected=True).passed
+    assert not judged("stopped", connected=True).passed
+    assert not judged("timeout", connected=True).passed
+    # Excused for one session timeout, not for ever.
+    assert not judged(no_connection, connected=False, at=5.5).passed
+    assert judged("watchdog", connected=True, status="unknown").passed
+    assert not judged("watchdog", connected=True, status="unknown", at=5.5).passed
+
+
 def test_a_latch_paused_while_leading_is_excused_from_the_handover() -> None:
     pause = {"type": "fault", "t": 1.2, "end": 7.0, "kind": "pause-worker", "worker": "w0"}
     records = [
