@@ -23,6 +23,7 @@ around them: read with a watch, decide, wait, and read again after every wake
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -394,19 +395,25 @@ class DoubleBarrier:
             return
         client = self._client
         if client.connected:
-            deleted = False
+            settled = False
 
             async def delete() -> None:
-                nonlocal deleted
-                await delete_quietly(client, node)
-                deleted = True
+                nonlocal settled
+                try:
+                    await delete_quietly(client, node)
+                except (ConnectionLossError, asyncio.CancelledError):
+                    raise  # not sent, or not known to have landed: left unsettled
+                except BaseException:
+                    settled = True  # refused for good (or the session took the node)
+                    raise
+                settled = True
 
             try:
                 await run_cleanup(client, delete)
             except ConnectionLossError:
                 pass  # the retries ran out: the background delete below takes over
             finally:
-                if not deleted:
+                if not settled:
                     self._delete_later(node)
         else:
             self._delete_later(node)
