@@ -43,8 +43,12 @@ async def partition_command(args: argparse.Namespace, interrupts: Interrupts) ->
     async with connected(client, args), part:
         log.info("member %r of %r", part.participant_id, args.path)
         while True:
+            # Stopping on a change is immediate (an item may be gone), but a
+            # start waits for a settled assignment: on the way there the member
+            # may own a part of its share (an item released, its replacement
+            # not yet claimed), and each such step would restart the command.
             owned = part.owned
-            if not owned:
+            if not owned or not part.assignment.stable:
                 changed.clear()
                 await changed.wait()
                 continue
