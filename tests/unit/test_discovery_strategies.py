@@ -140,3 +140,71 @@ def test_disabled_instances_are_never_candidates() -> None:
         c = chooser(strategy)
         picks = {c.pick(candidates_of([inst("x", enabled=False), C], down), {}) for _ in range(9)}
         assert picks == {C}
+
+
+# --- what a chooser keeps between picks of the same tuple (#26: a pick is cheap) ---
+
+
+def test_sticky_keeps_its_place_in_the_same_tuple_and_looks_again_in_a_new_one() -> None:
+    c = chooser(ProviderStrategy.STICKY)
+    kept = (A, B, C, D)
+    first = c.pick(kept, {})
+    assert first is not None
+    assert {c.pick(kept, {}) for _ in range(20)} == {first}
+    # A new tuple (the view changed): the same instance, now elsewhere, is still it.
+    shifted = (D, C, B, A)
+    assert c.pick(shifted, {}) == first
+    rest = tuple(i for i in kept if i != first)
+    second = c.pick(rest, {})
+    assert second in rest
+    assert {c.pick(rest, {}) for _ in range(20)} == {second}
+
+
+def test_least_outstanding_keeps_the_least_loaded_until_the_load_version_changes() -> None:
+    c = chooser(ProviderStrategy.LEAST_OUTSTANDING)
+    kept = (A, B, C, D)
+    load = {key_of(A): 1, key_of(B): 0, key_of(C): 0, key_of(D): 1}
+    assert [c.pick(kept, load, load_version=1) for _ in range(4)] == [B, C, B, C]
+    load[key_of(B)] = 2  # in place: only the new version says so
+    assert c.pick(kept, load, load_version=2) == C
+    assert c.pick(kept, load, load_version=2) == C
+    load[key_of(C)] = 3
+    assert [c.pick(kept, load, load_version=3) for _ in range(2)] in ([A, D], [D, A])
+    # A new tuple with the same version is looked at afresh.
+    assert c.pick((B, C), load, load_version=3) == B
+    # Without a version (or given a list) every pick looks afresh.
+    load = {key_of(A): 5}
+    assert {c.pick(kept, load) for _ in range(6)} == {B, C, D}
+    assert {c.pick(list(kept), load, load_version=3) for _ in range(6)} == {B, C, D}
+
+
+def test_power_of_two_choices_draws_every_ordered_pair_of_distinct_places() -> None:
+    c = chooser(ProviderStrategy.POWER_OF_TWO_CHOICES)
+    kept = (A, B, C)
+    # With every instance equally loaded the first drawn wins: uniform over all.
+    load = {key_of(A): 1, key_of(B): 1, key_of(C): 1}
+    counts = collections.Counter(c.pick(kept, load).id for _ in range(3000))  # type: ignore[union-attr]
+    assert all(850 < n < 1150 for n in counts.values()), counts
+    # The most loaded of three is always drawn with a less loaded one: never picked.
+    load[key_of(C)] = 9
+    assert C not in {c.pick(kept, load) for _ in range(200)}
+
+
+def test_down_policy_version_and_expiry_say_when_candidates_change() -> None:
+    clock = Clock()
+    down = DownInstances(timeout=30.0, error_threshold=2, clock=clock)
+    assert down.expiry() == float("inf") and down.now() == 1000.0
+    seen = down.version
+    down.note_error(A)
+    assert down.version != seen and down.expiry() == float("inf")  # not down yet
+    clock.now += 5
+    down.note_error(B)
+    down.note_error(B)
+    down.note_error(A)
+    assert down.expiry() == 1030.0  # A's window, from its first error, ends first
+    clock.now = 1030.0
+    seen = down.version
+    assert down.expiry() == 1035.0 and down.version != seen  # A's window ended
+    assert candidates_of(ALL, down) == [A, C, D]
+    clock.now = 1035.0
+    assert candidates_of(ALL, down) == ALL and down.expiry() == float("inf")

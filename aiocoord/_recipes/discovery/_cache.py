@@ -114,6 +114,8 @@ class ServiceCache:
         self._max_buffer = max_buffer
         self._inner = ChildrenCache(discovery.client, self._path, max_buffer=_INNER_BUFFER)
         self._view: dict[str, ServiceInstance] = {}
+        self._version = 0
+        """Changes with every change of the view (each ADDED, UPDATED, REMOVED)."""
         self._corrupt: set[str] = set()
         """Node names whose data is not an instance (warned about once each)."""
         self._events: Broadcast[ServiceCacheEvent] = Broadcast(f"instances of {self._path!r}")
@@ -161,6 +163,12 @@ class ServiceCache:
     def instances(self) -> list[ServiceInstance]:
         """Every instance in the view now, sorted by id (disabled ones included)."""
         return [self._view[key] for key in sorted(self._view)]
+
+    @property
+    def version(self) -> int:
+        """A number that changes whenever the view does: what is derived from
+        :meth:`instances` stays good while it stays the same."""
+        return self._version
 
     def instance(self, instance_id: str) -> ServiceInstance | None:
         """The instance with that id in the view, or None."""
@@ -356,4 +364,6 @@ class ServiceCache:
         return instance
 
     def _publish(self, kind: ServiceCacheEventType, instance: ServiceInstance) -> None:
+        # Every change of the view is published here, right after it is made.
+        self._version += 1
         self._events.publish(ServiceCacheEvent(kind, instance))

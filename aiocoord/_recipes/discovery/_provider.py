@@ -2,13 +2,17 @@
 
 The choice itself is pure (:mod:`._strategies`); this module keeps what it
 needs: the cache's view, the requests in flight through :meth:`using`, and
-the errors noted against each instance.
+the errors noted against each instance. The candidates are kept as a tuple
+between picks and built again only when one of those changes (or a down
+instance's time is up): a pick is then a few comparisons and the strategy's
+step (#26).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import random
 from collections.abc import AsyncIterator
 from typing import Self
@@ -69,6 +73,14 @@ class ServiceProvider:
         self._chooser = Chooser(strategy, random.Random())
         self._down = DownInstances(timeout=seconds, error_threshold=error_threshold)
         self._outstanding: dict[Key, int] = {}
+        self._load_version = 0
+        """Changes with every change of ``_outstanding``."""
+        # The candidates, kept between picks: built again when the cache's view
+        # changes (its version), when an error is noted or a window ends (the down
+        # policy's version), or once the first down instance's time is up.
+        self._candidates: tuple[ServiceInstance, ...] = ()
+        self._built_from: tuple[int, int] | None = None
+        self._valid_until = math.inf
         self._changed = asyncio.Event()
         self._life = Lifecycle(
             f"service provider {path!r}", self._open, self._shut, restartable=False
@@ -99,12 +111,26 @@ class ServiceProvider:
 
     def instances(self) -> list[ServiceInstance]:
         """The instances a pick may return now: enabled and not down, sorted by id."""
-        return candidates_of(self._cache.instances(), self._down)
+        return list(self._current())
 
     def instance(self) -> ServiceInstance | None:
         """An instance picked by the strategy, or None if none may be picked now (or
         the provider is not started). Counts no request: see :meth:`using`."""
-        return self._chooser.pick(self.instances(), self._outstanding)
+        return self._chooser.pick(
+            self._current(), self._outstanding, load_version=self._load_version
+        )
+
+    def _current(self) -> tuple[ServiceInstance, ...]:
+        """The candidates now: the kept tuple, built again only if it may be stale."""
+        down = self._down
+        if (self._cache.version, down.version) != self._built_from or (
+            self._valid_until != math.inf and down.now() >= self._valid_until
+        ):
+            self._candidates = tuple(candidates_of(self._cache.instances(), down))
+            self._valid_until = down.expiry()
+            # Read after building: building purges ended windows (a new version).
+            self._built_from = (self._cache.version, down.version)
+        return self._candidates
 
     def outstanding(self, instance: ServiceInstance) -> int:
         """Requests in flight to ``instance`` through this provider's :meth:`using`."""
@@ -145,10 +171,12 @@ class ServiceProvider:
         chosen = await self._wait_pick(timeout)
         key = key_of(chosen)
         self._outstanding[key] = self._outstanding.get(key, 0) + 1
+        self._load_version += 1
         try:
             yield chosen
         finally:
             left = self._outstanding[key] - 1
+            self._load_version += 1
             if left:
                 self._outstanding[key] = left
             else:

@@ -9,6 +9,7 @@ unit tests drive it without a server.
 from __future__ import annotations
 
 import enum
+import math
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -55,40 +56,94 @@ class Chooser:
     def __post_init__(self) -> None:
         self._turn = 0
         self._sticky: Key | None = None
+        # What was derived from the last tuple of candidates handed in (kept while
+        # the same tuple comes back): the sticky one's place, the least loaded ones.
+        self._seen: Sequence[ServiceInstance] | None = None
+        self._seen_load: int | None = None
+        self._at = 0
+        self._tied: tuple[ServiceInstance, ...] = ()
 
     def pick(
-        self, candidates: Sequence[ServiceInstance], outstanding: Mapping[Key, int]
+        self,
+        candidates: Sequence[ServiceInstance],
+        outstanding: Mapping[Key, int],
+        *,
+        load_version: int | None = None,
     ) -> ServiceInstance | None:
         """One of ``candidates`` (None if there are none); ``outstanding`` counts the
-        requests in flight per instance (missing: none)."""
-        if not candidates:
+        requests in flight per instance (missing: none).
+
+        A caller that hands the same tuple of candidates again may pass
+        ``load_version``, a number that changes whenever ``outstanding`` does:
+        what a strategy derives from them (the sticky instance's place, the
+        least loaded) is then kept between picks instead of found again. A list,
+        or no ``load_version``, is looked at afresh every time.
+        """
+        count = len(candidates)
+        if not count:
             return None
         strategy = self.strategy
         if strategy is ProviderStrategy.ROUND_ROBIN:
-            chosen = candidates[self._turn % len(candidates)]
-            self._turn += 1
-            return chosen
+            turn = self._turn
+            self._turn = turn + 1
+            return candidates[turn % count]
         if strategy is ProviderStrategy.RANDOM:
-            return candidates[self.rng.randrange(len(candidates))]
+            return candidates[self.rng.randrange(count)]
         if strategy is ProviderStrategy.STICKY:
-            for candidate in candidates:
-                if key_of(candidate) == self._sticky:
-                    return candidate
-            chosen = candidates[self.rng.randrange(len(candidates))]
-            self._sticky = key_of(chosen)
-            return chosen
+            if candidates is self._seen:  # the same tuple: the sticky one is where it was
+                return candidates[self._at]
+            return self._stick(candidates)
         if strategy is ProviderStrategy.POWER_OF_TWO_CHOICES:
-            if len(candidates) == 1:
+            if count == 1:
                 return candidates[0]
-            first, second = self.rng.sample(range(len(candidates)), 2)
+            # Two distinct places, uniformly (what sample(range(count), 2) draws).
+            randrange = self.rng.randrange
+            first = randrange(count)
+            second = randrange(count - 1)
+            if second >= first:
+                second += 1
             a, b = candidates[first], candidates[second]
+            if not outstanding:
+                return a
             return b if outstanding.get(key_of(b), 0) < outstanding.get(key_of(a), 0) else a
         # LEAST_OUTSTANDING: the least loaded; among equals, each in turn.
-        least = min(outstanding.get(key_of(c), 0) for c in candidates)
-        tied = [c for c in candidates if outstanding.get(key_of(c), 0) == least]
-        chosen = tied[self._turn % len(tied)]
-        self._turn += 1
-        return chosen
+        if (
+            load_version is None
+            or candidates is not self._seen
+            or load_version != self._seen_load
+            or type(candidates) is not tuple
+        ):
+            self._tied = _least_loaded(candidates, outstanding)
+            if load_version is not None and type(candidates) is tuple:
+                self._seen, self._seen_load = candidates, load_version
+            else:
+                self._seen = None
+        tied = self._tied
+        turn = self._turn
+        self._turn = turn + 1
+        return tied[turn % len(tied)]
+
+    def _stick(self, candidates: Sequence[ServiceInstance]) -> ServiceInstance:
+        """Find the sticky instance among ``candidates``, or stick to a random one."""
+        index = next((i for i, c in enumerate(candidates) if key_of(c) == self._sticky), None)
+        if index is None:
+            index = self.rng.randrange(len(candidates))
+            self._sticky = key_of(candidates[index])
+        # Only a tuple is remembered: a list could change under the same identity.
+        self._seen = candidates if type(candidates) is tuple else None
+        self._at = index
+        return candidates[index]
+
+
+def _least_loaded(
+    candidates: Sequence[ServiceInstance], outstanding: Mapping[Key, int]
+) -> tuple[ServiceInstance, ...]:
+    """The candidates with the fewest requests in flight, in their order."""
+    if not outstanding:
+        return tuple(candidates)
+    loads = [outstanding.get(key_of(c), 0) for c in candidates]
+    least = min(loads)
+    return tuple(c for c, load in zip(candidates, loads, strict=True) if load == least)
 
 
 class DownInstances:
@@ -108,12 +163,20 @@ class DownInstances:
         self._clock = clock
         self._errors: dict[Key, tuple[float, int]] = {}
         """Per instance: when its first error in the window was noted, and how many."""
+        self.version = 0
+        """Changes whenever an error is noted or a window ends: a provider that keeps
+        its candidates builds them again then (and at :meth:`expiry`)."""
+
+    def now(self) -> float:
+        """The policy's clock."""
+        return self._clock()
 
     def note_error(self, instance: ServiceInstance) -> None:
         self._purge()
         key = key_of(instance)
         since, count = self._errors.get(key, (self._clock(), 0))
         self._errors[key] = (since, count + 1)
+        self.version += 1
 
     def is_down(self, instance: ServiceInstance) -> bool:
         self._purge()
@@ -137,11 +200,24 @@ class DownInstances:
         ]
         return max(0.0, min(ends) - now) if ends else None
 
+    def expiry(self) -> float:
+        """When (on the clock) the first down instance comes back; infinity if none is down."""
+        self._purge()
+        threshold, timeout = self.error_threshold, self.timeout
+        return min(
+            (since + timeout for since, count in self._errors.values() if count >= threshold),
+            default=math.inf,
+        )
+
     def _purge(self) -> None:
+        # One comparison for "the window ended" everywhere (here and a provider's
+        # check against expiry()), so both agree to the last bit.
         now = self._clock()
+        timeout = self.timeout
         for key, (since, _count) in list(self._errors.items()):
-            if now - since >= self.timeout:
+            if now >= since + timeout:
                 del self._errors[key]
+                self.version += 1
 
 
 def candidates_of(
