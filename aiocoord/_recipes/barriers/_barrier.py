@@ -132,14 +132,20 @@ def leave_decision(children: Collection[str], me: str) -> LeaveDecision:
     means we have already deleted our node (the caller checks that it was us).
 
     One difference from Curator: a participant that deleted itself is done
-    only when no participant node is left at all, not when the lowest one is
-    the last: the lowest may not have started leaving yet.
+    only when no participant node of its round is left, not when the lowest
+    one is the last: the lowest may not have started leaving yet. Its round is
+    over once ``ready`` is gone (the round's last leaver deletes it after
+    seeing no node left), so nodes listed without ``ready`` belong to the next
+    round: a late entrant that sat our round out may already be back, and
+    waiting for it would hold this leave until the next round leaves.
     """
     participants = sorted(name for name in children if name != READY_NODE)
     if not participants:
         return LeaveDecision(True)
     lowest = participants[0]
     if me not in participants:
+        if READY_NODE not in children:
+            return LeaveDecision(True)
         return LeaveDecision(False, watch=lowest)
     if len(participants) == 1:
         return LeaveDecision(True, delete_me=True)
