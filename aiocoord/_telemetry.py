@@ -251,7 +251,7 @@ if AVAILABLE:
             self._duration = duration
             self._outcome: str | None = None
             self._span: Any = None
-            self._token: object = None
+            self._token: Any = None  # opentelemetry's opaque context token
             self._outer: contextvars.Token[Any] | None = None
             self._started = 0.0
 
@@ -304,7 +304,7 @@ if AVAILABLE:
                     _instrument(self._duration).record(elapsed, tags.metric_with_outcome(outcome))
             finally:
                 if self._token is not None:
-                    otel_context.detach(self._token)  # type: ignore[arg-type]
+                    otel_context.detach(self._token)
                 if self._outer is not None:
                     _HOLD_PARENT.reset(self._outer)
                 span.end()
