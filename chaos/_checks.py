@@ -20,6 +20,7 @@ from ._discovery import check_cache, check_dead_gone, check_listed, check_unique
 from ._history import History, Op
 from ._layout import (
     AQUEUE,
+    BARRIER,
     COUNTER_BOUND,
     COUNTER_BOUNDED,
     COUNTER_INT,
@@ -1022,18 +1023,30 @@ def _group(history: History, verdict: Verdict) -> None:
 
 def _orphans(history: History, verdict: Verdict) -> None:
     """Once every worker stopped, no contender, lease, latch, group-member, barrier or
-    taken-marker node is left."""
+    taken-marker node is left.
+
+    One exception: the DoubleBarrier's ``ready`` alone, when the stop cancelled
+    enters. A round can fill (its last participant creates the persistent
+    ``ready``) and then have every enter cancelled by the stop before anyone
+    passed, so nobody is left to leave and delete it, as with Curator's barrier.
+    The recipe removes such a ``ready`` at its next round (it is older than
+    every node still there: ``_live_ready``), so it is no leak; the check
+    still fails on a ``ready`` when no enter was cut short, or beside any other
+    node."""
     records = history.final("orphans")
     if not records:
         verdict.problem("the recipe paths were not listed at the end")
-    listed = 0
+    cut_short = any(op.error == "stopped" for op in history.of("barrier", "enter"))
+    listed = excused = 0
     for record in records:
         for path, children in sorted((record.get("paths") or {}).items()):
             listed += 1
-            if children:
+            if path == BARRIER and children == ["ready"] and cut_short:
+                excused += 1
+            elif children:
                 verdict.problem(f"{path} still has {len(children)} children: {children[:5]}")
     verdict.checked = listed
-    verdict.counts = {"paths listed": listed}
+    verdict.counts = {"paths listed": listed, "ready left by a round the stop cut short": excused}
 
 
 def _workers(history: History, verdict: Verdict) -> None:

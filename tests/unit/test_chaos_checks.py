@@ -1463,3 +1463,23 @@ def test_a_registrant_listed_only_after_it_said_it_registered_fails() -> None:
 def test_a_killed_registrant_still_listed_at_the_end_fails() -> None:
     result = verdict("discovery.dead-gone", [final("discovery", instances={"w0-gone-3": "1"})])
     assert any("still listed" in p for p in result.problems), result.problems
+
+
+def test_a_ready_left_by_a_round_the_stop_cut_short_is_no_orphan() -> None:
+    """The stop cancelled every enter of a round that had just filled: its
+    persistent ``ready`` stays with nobody to leave (the recipe's next round
+    removes it). Without such an enter, or beside any other node, it is an
+    orphan."""
+
+    def judged(error: str, children: list[str]) -> Verdict:
+        return verdict(
+            "orphans.none",
+            [
+                *op("w0:e1", "barrier", "enter", 1.0, 2.0, "fail", error=error),
+                final("orphans", paths={"/chaos/mutex": [], "/chaos/barrier": children}),
+            ],
+        )
+
+    assert judged("stopped", ["ready"]).passed
+    assert not judged("timeout", ["ready"]).passed
+    assert not judged("stopped", ["_c_x-0000000001", "ready"]).passed
