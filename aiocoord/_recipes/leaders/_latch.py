@@ -303,7 +303,8 @@ class LeaderLatch:
 
     async def _gives_way(self, contender: Contender) -> bool:
         """At the head of the queue: whether the rule says another is to lead (see
-        ``_common``). Clears a hand-over that named us, or a participant gone since."""
+        ``_common``). Clears the record if it names us (a hand-over to us, or an
+        earlier term's proclaim) or a hand-over to a participant gone since."""
         node = contender.node
         assert node is not None
         me = node.rsplit("/", 1)[1]
@@ -312,7 +313,10 @@ class LeaderLatch:
             raise SessionExpiredError(f"leader latch {self.path!r}: the session ended")
         if designated(ordered, record) != me:
             return True
-        if record is not None and record.to is not None:
+        # A new term starts with nothing proclaimed: clear a hand-over that named
+        # us, and what an earlier term of this same node proclaimed (the node
+        # outlives a term lost to a suspended connection, and leads again after it).
+        if record is not None and (record.to is not None or record.leader == me):
             try:
                 clear = self._client.transaction().check(node).set(self.path, Record().encode())
                 await clear.commit()
