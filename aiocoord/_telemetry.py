@@ -504,6 +504,21 @@ INSTRUMENTS: Final[dict[str, _Spec]] = {
     "aiocoord.counter.combined_batches": _Spec(
         "counter", "{batch}", "Counter adds of several callers written as one"
     ),
+    "aiocoord.discovery.reregistrations": _Spec(
+        "counter", "{instance}", "Service instances registered again in a new session"
+    ),
+    "aiocoord.discovery.picks": _Spec(
+        "counter", "{pick}", "Instances picked by service providers (or none to pick)"
+    ),
+    "aiocoord.discovery.errors": _Spec(
+        "counter", "{error}", "Errors noted against service instances by providers"
+    ),
+    "aiocoord.partition.items.owned": _Spec(
+        "updown", "{item}", "Items the partitioners of this process own"
+    ),
+    "aiocoord.group.rejoins": _Spec(
+        "counter", "{member}", "Group member nodes made again after they went"
+    ),
 }
 
 

@@ -6,3 +6,4 @@ from ._cache import CacheStats as CacheStats
 from ._cache import ChildrenCache as ChildrenCache
 from ._cache import NodeCache as NodeCache
 from ._cache import TreeCache as TreeCache
+from ._cache import report_as as report_as

@@ -69,6 +69,7 @@ __all__ = [
     "ChildrenCache",
     "NodeCache",
     "TreeCache",
+    "report_as",
 ]
 
 log = logging.getLogger("aiocoord")
@@ -426,6 +427,8 @@ class _Cache:
         self._tags = _telemetry.recipe_tags(client.telemetry, kind, path, client.namespace)
         self._resync: _telemetry.HoldRecord | None = None
         """The span of a resync under way (telemetry on)."""
+        self._outer_reports = False
+        """Kept inside another recipe, which reports the build and size (:func:`report_as`)."""
         self._life = Lifecycle(f"{self._kind} {path!r}", self._open, self._shut, restartable=False)
         self._halting = False
         self._watch: PersistentWatch | None = None
@@ -611,6 +614,9 @@ class _Cache:
 
     async def _open(self) -> None:
         """The opening (see :class:`Lifecycle`): the watch, the task, the first view."""
+        if self._outer_reports:
+            await self._open_and_build()
+            return
         with _telemetry.span("aiocoord.cache.build", self._tags) as op:
             await self._open_and_build()
             op.outcome("built")
@@ -840,6 +846,15 @@ class _Cache:
                 await self._client.wait_connected()
                 return
             view.apply(path, read, result)
+
+
+def report_as(cache: _Cache, tags: _telemetry.Tags) -> None:
+    """Make ``cache``, kept inside another recipe (a ServiceCache's children cache),
+    report as that recipe: its resync spans carry ``tags``, and it makes no build
+    span and no ``aiocoord.cache.size`` entry of its own (the outer recipe reports
+    its own build and size, in its own terms). Call before starting it."""
+    cache._tags = tags
+    cache._outer_reports = True
 
 
 class TreeCache(_Cache):

@@ -62,7 +62,7 @@ from typing import NamedTuple, TypeVar
 
 import anyio
 
-from ... import _paths
+from ... import _paths, _telemetry
 from ..._checks import check_flag, check_int, check_recipe_acl
 from ..._exceptions import (
     ArgumentTypeError,
@@ -731,6 +731,9 @@ class ShardedCounter:
         self._config = _Config(shards, lower, upper, initial)
         self._retry = retry or DEFAULT_RETRY
         self._acl = check_recipe_acl(acl, path)
+        self._tags = _telemetry.recipe_tags(
+            client.telemetry, "sharded_counter", path, client.namespace
+        )
 
     def __repr__(self) -> str:
         config = self._config
@@ -793,10 +796,19 @@ class ShardedCounter:
         check_int(delta, "delta", path=self.path)
         check_flag(raise_on_bound, "raise_on_bound", path=self.path)
         engine = self._engine()
-        if self._coalesce:
-            result = await engine.add(delta, None, None)
-        else:
-            result = await engine.add_alone(delta)
+        with _telemetry.span(
+            "aiocoord.counter.add", self._tags, duration="aiocoord.counter.add.duration"
+        ) as op:
+            if self._coalesce:
+                result = await engine.add(delta, None, None)
+            else:
+                result = await engine.add_alone(delta)
+            op.outcome("added" if result.succeeded else str(result.reason))
+            if op.recording:
+                stats = result.stats
+                op.set("aiocoord.attempts", stats.optimistic_tries)
+                op.set("aiocoord.batch_size", stats.batch_size)
+                op.set("aiocoord.combined", stats.batch_size > 1)
         if raise_on_bound and result.reason is AtomicFailure.BOUND:
             config = self._config
             raise BoundExceededError(self.path, result.pre_value, delta, config.lower, config.upper)

@@ -11,6 +11,7 @@ from typing import Generic, TypeVar
 
 import anyio
 
+from ... import _telemetry
 from ..._checks import check_int, check_recipe_acl
 from ..._exceptions import (
     ArgumentTypeError,
@@ -87,6 +88,9 @@ class SharedCount:
         self._reconnected = asyncio.Event()
         """Set on each reconnection: the value must be read again and announced."""
         self._wait_scope: anyio.CancelScope | None = None
+        self._tags = _telemetry.recipe_tags(
+            client.telemetry, "shared_count", path, client.namespace
+        )
 
     def __repr__(self) -> str:
         current = self._current
@@ -323,28 +327,36 @@ class SharedCount:
             raise ArgumentTypeError("previous", "an aiocoord.VersionedValue", previous, self.path)
         data = self._encode(new)
         current = self.versioned_value
-        if previous.version < 0 or (previous.version, previous.value) != (
-            current.version,
-            current.value,
-        ):
-            return False
-        try:
-            stat = await self._client.set(self.path, data, version=previous.version)
-        except BadVersionError:
-            # Someone wrote first: catch up now rather than when the watch says so.
-            # A value that is not a count is left to the watcher to report.
-            with contextlib.suppress(CoordinationError):
-                data, stat = await self._client.get(self.path)
-                self._update(VersionedValue(stat.version, self._decode(data)), stat.mzxid)
-            return False
-        except NoNodeError:
-            return False
-        self._update(VersionedValue(stat.version, new), stat.mzxid)
-        return True
+        with _telemetry.span("aiocoord.counter.set", self._tags) as op:
+            if previous.version < 0 or (previous.version, previous.value) != (
+                current.version,
+                current.value,
+            ):
+                op.outcome("mismatch")  # a stale ticket: nothing sent
+                return False
+            try:
+                stat = await self._client.set(self.path, data, version=previous.version)
+            except BadVersionError:
+                op.outcome("contention")
+                # Someone wrote first: catch up now rather than when the watch says so.
+                # A value that is not a count is left to the watcher to report.
+                with contextlib.suppress(CoordinationError):
+                    data, stat = await self._client.get(self.path)
+                    self._update(VersionedValue(stat.version, self._decode(data)), stat.mzxid)
+                return False
+            except NoNodeError:
+                op.outcome("missing")
+                return False
+            op.outcome("set")
+            self._update(VersionedValue(stat.version, new), stat.mzxid)
+            return True
 
     async def set_count(self, new: int) -> None:
         """Set ``new`` unconditionally."""
-        stat = await self._client.set(self.path, self._encode(new))
+        data = self._encode(new)
+        with _telemetry.span("aiocoord.counter.set", self._tags) as op:
+            stat = await self._client.set(self.path, data)
+            op.outcome("set")
         self._update(VersionedValue(stat.version, new), stat.mzxid)
 
     def changes(self) -> ChangeStream[int]:

@@ -21,12 +21,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
-from ... import _paths
+from ... import _paths, _telemetry
 from ..._checks import check_int
 from ..._exceptions import ClientClosedError, CorruptValueError
 from ..._session import Broadcast, ChangeStream, Client, end_stream
 from .._kit._lifecycle import Lifecycle, Phase
-from ..caches import CacheEvent, CacheEventType, ChildrenCache
+from ..caches import CacheEvent, CacheEventType, ChildrenCache, report_as
 from ._instance import ServiceInstance, check_node_name
 
 __all__ = ["DEFAULT_MAX_BUFFER", "ServiceCache", "ServiceCacheEvent", "ServiceCacheEventType"]
@@ -113,6 +113,7 @@ class ServiceCache:
         self._discovery = discovery
         self._max_buffer = max_buffer
         self._inner = ChildrenCache(discovery.client, self._path, max_buffer=_INNER_BUFFER)
+        self._report_as("service_cache")
         self._view: dict[str, ServiceInstance] = {}
         self._version = 0
         """Changes with every change of the view (each ADDED, UPDATED, REMOVED)."""
@@ -212,6 +213,13 @@ class ServiceCache:
         """Stop calling ``callback``; one that is not registered is ignored."""
         self._events.remove_listener(callback)
 
+    def _report_as(self, kind: str) -> None:
+        """Label this cache's telemetry as recipe ``kind`` (a provider's cache reports
+        as the provider); its children cache reports as this cache."""
+        client = self._discovery.client
+        self._tags = _telemetry.recipe_tags(client.telemetry, kind, self._path, client.namespace)
+        report_as(self._inner, self._tags)
+
     def _mark(self, kind: ServiceCacheEventType) -> ServiceCacheEvent:
         return ServiceCacheEvent(kind, instances=tuple(self.instances()))
 
@@ -257,6 +265,14 @@ class ServiceCache:
         changed.set()
 
     async def _open(self) -> None:
+        with _telemetry.span("aiocoord.cache.build", self._tags) as op:
+            await self._open_and_build()
+            op.outcome("built")
+            op.set("aiocoord.nodes", len(self._view))
+        view = self._view
+        _telemetry.track_cache(self, self._tags, lambda: len(view))
+
+    async def _open_and_build(self) -> None:
         inner = self._inner
         stream = inner.events()  # before the start: every node's CREATED, then INITIALIZED
         self._task = self._discovery.client.start_background(
@@ -274,6 +290,7 @@ class ServiceCache:
         self._finish(None)
 
     async def _halt(self) -> None:
+        _telemetry.track_cache(self, self._tags, tracked=False)
         await self._inner.aclose()
         task, self._task = self._task, None
         if task is not None:
@@ -284,6 +301,7 @@ class ServiceCache:
         if failure is not None and self._failure is None:
             self._failure = failure
         self._stopped = True
+        _telemetry.track_cache(self, self._tags, tracked=False)
         self._events.close(failure)
         self._signal()
 

@@ -20,7 +20,6 @@ another session holds is deleted and made again as ours.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import weakref
@@ -28,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from ... import _paths
+from ... import _paths, _telemetry
 from ..._checks import check_recipe_acl
 from ..._exceptions import (
     ArgumentTypeError,
@@ -74,6 +73,8 @@ class _Registration:
     """Serialises the writes to this instance's node (register, update, re-register)."""
     gone: bool = False
     """Unregistered: nothing may make its node again."""
+    session: int = 0
+    """The session our node was last known to be made or found in (0: none yet)."""
 
     @property
     def ephemeral(self) -> bool:
@@ -130,6 +131,9 @@ class ServiceDiscovery:
         self._keeper: asyncio.Task[Any] | None = None
         self._closables: weakref.WeakSet[Any] = weakref.WeakSet()
         """Caches and providers made by :meth:`cache` and :meth:`provider`, closed with us."""
+        self._tags = _telemetry.recipe_tags(
+            client.telemetry, "service_discovery", base_path, client.namespace
+        )
 
     def __repr__(self) -> str:
         return (
@@ -182,6 +186,19 @@ class ServiceDiscovery:
         if len(data) > limit:
             raise DataTooLargeError(path, len(data), limit)
         return path, data
+
+    def _span(self, name: str, path: str, instance: ServiceInstance) -> _telemetry.SpanScope:
+        """The span of one register, update or unregister of ``instance`` (at ``path``)."""
+        client = self._client
+        tags = _telemetry.recipe_tags(client.telemetry, "service_discovery", path, client.namespace)
+        attributes = {
+            **tags.span_attributes,
+            "aiocoord.service": instance.name,
+            "aiocoord.instance_id": instance.id,
+        }
+        return _telemetry.span(
+            name, _telemetry.Tags(tags.kind, tags.path, attributes, tags.metric_attributes)
+        )
 
     # --- life cycle ---------------------------------------------------------------------------
 
@@ -275,18 +292,20 @@ class ServiceDiscovery:
     async def _register(self, instance: ServiceInstance) -> None:
         path, data = self._checked(instance)
         key = (instance.name, instance.id)
-        while True:
-            registration = self._registered.get(key)
-            fresh = registration is None or registration.gone
-            if registration is None or registration.gone:
-                registration = _Registration(instance, data, path)
-                self._registered[key] = registration
-            async with registration.lock:
-                if registration.gone:
-                    continue  # a register we waited for failed, or an unregister came
-                registration.instance, registration.data = instance, data
-                await self._write(key, registration, fresh=fresh)
-                return
+        with self._span("aiocoord.discovery.register", path, instance) as op:
+            while True:
+                registration = self._registered.get(key)
+                fresh = registration is None or registration.gone
+                if registration is None or registration.gone:
+                    registration = _Registration(instance, data, path)
+                    self._registered[key] = registration
+                async with registration.lock:
+                    if registration.gone:
+                        continue  # a register we waited for failed, or an unregister came
+                    registration.instance, registration.data = instance, data
+                    await self._write(key, registration, fresh=fresh)
+                    op.outcome("registered")
+                    return
 
     async def _write(
         self, key: tuple[str, str], registration: _Registration, *, fresh: bool
@@ -319,20 +338,23 @@ class ServiceDiscovery:
             raise InvalidArgumentError(
                 "instance", "it is not registered by this ServiceDiscovery: register() it", path
             )
-        async with registration.lock:
-            if registration.gone:
-                raise InvalidArgumentError("instance", "it was unregistered meanwhile", path)
-            same_kind = (instance.service_type is ServiceType.DYNAMIC) == registration.ephemeral
-            registration.instance, registration.data = instance, data
-            if same_kind:
-                try:
-                    await retry_on_connection_loss(
-                        self._client, lambda: self._client.set(path, data)
-                    )
-                    return
-                except (NoNodeError, SessionExpiredError):
-                    pass  # gone with a session, or deleted: make it again below
-            await self._ensure(registration)
+        with self._span("aiocoord.discovery.update", path, instance) as op:
+            async with registration.lock:
+                if registration.gone:
+                    raise InvalidArgumentError("instance", "it was unregistered meanwhile", path)
+                same_kind = (instance.service_type is ServiceType.DYNAMIC) == registration.ephemeral
+                registration.instance, registration.data = instance, data
+                if same_kind:
+                    try:
+                        await retry_on_connection_loss(
+                            self._client, lambda: self._client.set(path, data)
+                        )
+                        op.outcome("updated")
+                        return
+                    except (NoNodeError, SessionExpiredError):
+                        pass  # gone with a session, or deleted: make it again below
+                await self._ensure(registration)
+                op.outcome("registered")  # its node was made again
 
     async def unregister(self, instance: ServiceInstance) -> None:
         """Delete the instance's node (``<base>/<name>/<id>``), whoever registered
@@ -341,14 +363,19 @@ class ServiceDiscovery:
             raise ArgumentTypeError("instance", "a ServiceInstance", instance, self._base)
         path = self.path_of(instance.name, instance.id)
         self._life.check_open()
-        registration = self._registered.pop((instance.name, instance.id), None)
-        if registration is not None:
-            registration.gone = True
-            async with registration.lock:
-                pass  # a write under way ends first; none starts after `gone`
         client = self._client
-        with contextlib.suppress(NoNodeError):
-            await retry_on_connection_loss(client, lambda: client.delete(path))
+        with self._span("aiocoord.discovery.unregister", path, instance) as op:
+            registration = self._registered.pop((instance.name, instance.id), None)
+            if registration is not None:
+                registration.gone = True
+                async with registration.lock:
+                    pass  # a write under way ends first; none starts after `gone`
+            try:
+                await retry_on_connection_loss(client, lambda: client.delete(path))
+            except NoNodeError:
+                op.outcome("absent")
+            else:
+                op.outcome("unregistered")
 
     async def _ensure(self, registration: _Registration) -> None:
         """Make the instance's node hold our data, in our session if ephemeral
@@ -373,6 +400,7 @@ class ServiceDiscovery:
                 await client.create(
                     path, data, ephemeral=ephemeral, container_parents=True, acl=self._acl
                 )
+                registration.session = session
                 return
             except NodeExistsError:
                 pass
@@ -391,6 +419,7 @@ class ServiceDiscovery:
                     continue
                 if found != data:
                     await client.set(path, data, version=stat.version)
+                registration.session = session
                 return
             except (NoNodeError, BadVersionError):
                 continue
@@ -433,7 +462,15 @@ class ServiceDiscovery:
                 while not registration.gone:
                     try:
                         async with registration.lock:
+                            before = registration.session
                             await self._ensure(registration)
+                        if registration.ephemeral and before and registration.session != before:
+                            # Made again in a new session (the old one expired with the node).
+                            _telemetry.add(
+                                "aiocoord.discovery.reregistrations",
+                                1,
+                                self._tags.metric_attributes,
+                            )
                         break
                     except ClientClosedError:
                         return

@@ -19,6 +19,7 @@ from typing import Self
 
 import anyio
 
+from ... import _telemetry
 from ..._checks import check_int, check_seconds, check_timeout
 from ..._exceptions import ArgumentTypeError, OperationTimeoutError
 from .._kit._lifecycle import Lifecycle, Phase
@@ -33,6 +34,10 @@ DEFAULT_ERROR_THRESHOLD = 2
 """Errors that take an instance out of rotation (Curator's DownInstancePolicy default)."""
 DEFAULT_DOWN_TIMEOUT = 30.0
 """Seconds an instance stays out of rotation, counted from its first error (Curator's)."""
+
+_REPORT_EVERY = 256
+"""Picks counted locally before they are added to ``aiocoord.discovery.picks``: a pick
+costs a few hundred nanoseconds, an ``add`` to the API (even with no SDK) as much."""
 
 
 class ServiceProvider:
@@ -85,6 +90,12 @@ class ServiceProvider:
         self._life = Lifecycle(
             f"service provider {path!r}", self._open, self._shut, restartable=False
         )
+        cache._report_as("service_provider")
+        self._tags = cache._tags
+        # Picks are counted here and added to the counter in batches (see _REPORT_EVERY):
+        # when candidates are rebuilt, a using() block ends, an error is noted, at close.
+        self._picked = 0
+        self._missed = 0
 
     def __repr__(self) -> str:
         cache = getattr(self, "_cache", None)
@@ -116,9 +127,28 @@ class ServiceProvider:
     def instance(self) -> ServiceInstance | None:
         """An instance picked by the strategy, or None if none may be picked now (or
         the provider is not started). Counts no request: see :meth:`using`."""
-        return self._chooser.pick(
+        chosen = self._chooser.pick(
             self._current(), self._outstanding, load_version=self._load_version
         )
+        if chosen is None:
+            self._missed += 1
+        else:
+            picked = self._picked = self._picked + 1
+            if picked >= _REPORT_EVERY:
+                self._report_picks()
+        return chosen
+
+    def _report_picks(self) -> None:
+        """Add the picks counted since the last report to ``aiocoord.discovery.picks``."""
+        picked, missed, self._picked, self._missed = self._picked, self._missed, 0, 0
+        if picked:
+            _telemetry.add(
+                "aiocoord.discovery.picks", picked, self._tags.metric_with_outcome("picked")
+            )
+        if missed:
+            _telemetry.add(
+                "aiocoord.discovery.picks", missed, self._tags.metric_with_outcome("none")
+            )
 
     def _current(self) -> tuple[ServiceInstance, ...]:
         """The candidates now: the kept tuple, built again only if it may be stale."""
@@ -126,6 +156,7 @@ class ServiceProvider:
         if (self._cache.version, down.version) != self._built_from or (
             self._valid_until != math.inf and down.now() >= self._valid_until
         ):
+            self._report_picks()
             self._candidates = tuple(candidates_of(self._cache.instances(), down))
             self._valid_until = down.expiry()
             # Read after building: building purges ended windows (a new version).
@@ -143,6 +174,9 @@ class ServiceProvider:
         if not isinstance(instance, ServiceInstance):
             raise ArgumentTypeError("instance", "a ServiceInstance", instance, self._cache.path)
         self._down.note_error(instance)
+        self._report_picks()
+        outcome = "down" if self._down.is_down(instance) else "noted"
+        _telemetry.add("aiocoord.discovery.errors", 1, self._tags.metric_with_outcome(outcome))
 
     def errors(self, instance: ServiceInstance) -> int:
         """Errors noted against ``instance`` in its current window (0 once it ended)."""
@@ -175,6 +209,7 @@ class ServiceProvider:
         try:
             yield chosen
         finally:
+            self._report_picks()
             left = self._outstanding[key] - 1
             self._load_version += 1
             if left:
@@ -235,6 +270,7 @@ class ServiceProvider:
             raise
 
     async def _shut(self, started: bool) -> None:
+        self._report_picks()
         self._cache.remove_listener(self._on_event)
         await self._cache.aclose()
         self._signal()

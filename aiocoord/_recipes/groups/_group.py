@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio
 
-from ... import _paths
+from ... import _paths, _telemetry
 from ..._checks import check_bytes, check_recipe_acl
 from ..._exceptions import (
     ArgumentTypeError,
@@ -151,6 +151,9 @@ class GroupMember:
         self._signal = asyncio.Event()
         """Set (and replaced) whenever ``is_member``, the failure or the phase changes."""
         self._observers: set[Rereads] = set()
+        tags = _telemetry.recipe_tags(client.telemetry, "group_member", path, client.namespace)
+        span_attributes = {**tags.span_attributes, "aiocoord.participant_id": participant_id}
+        self._tags = _telemetry.Tags(tags.kind, tags.path, span_attributes, tags.metric_attributes)
 
     def __repr__(self) -> str:
         state = "failed" if self._failure is not None else self._life.phase.value
@@ -241,9 +244,10 @@ class GroupMember:
         local.add(self._node)
         self._failure = None
         client.add_listener(self._on_state)
-        with track_sends() as sends:
+        with track_sends() as sends, _telemetry.span("aiocoord.group.join", self._tags) as op:
             try:
                 await self._join()
+                op.outcome("joined")
                 self._keeper = client.start_background(
                     self._keep(), name=f"aiocoord-group-member {self._node}", on_error=self._fail
                 )
@@ -263,7 +267,9 @@ class GroupMember:
             client.remove_listener(self._on_state)
             keeper, self._keeper = self._keeper, None
             try:
-                await run_cleanup(client, lambda: self._leave(keeper))
+                with _telemetry.span("aiocoord.group.leave", self._tags) as op:
+                    await run_cleanup(client, lambda: self._leave(keeper))
+                    op.outcome("left")
             finally:
                 client.recipe_state(_LOCAL_MEMBERS, set[str]).discard(self._node)
         self._is_member = False
@@ -424,6 +430,7 @@ class GroupMember:
             try:
                 await self._join()
                 log.info("group member %r: our node is back", self._node)
+                _telemetry.add("aiocoord.group.rejoins", 1, self._tags.metric_attributes)
                 return
             except (MemberIdInUseError, ClientClosedError):
                 raise
@@ -457,9 +464,11 @@ class GroupMember:
         if self._life.phase is Phase.NEW:
             return
         # If our node went with the session, the keeper makes it again, with this data.
-        async with self._writing:
-            with contextlib.suppress(SessionExpiredError):
-                await self._write_data()
+        with _telemetry.span("aiocoord.group.update", self._tags) as op:
+            async with self._writing:
+                with contextlib.suppress(SessionExpiredError):
+                    await self._write_data()
+            op.outcome("updated")
 
     async def _write_data(self) -> None:
         client = self._client

@@ -38,7 +38,7 @@ from typing import Any
 
 import anyio
 
-from ... import _paths
+from ... import _paths, _telemetry
 from ..._checks import check_recipe_acl, check_seconds, check_timeout
 from ..._exceptions import (
     ArgumentTypeError,
@@ -277,6 +277,11 @@ class Partitioner:
         self._sessions: set[int] = set()
         """Every session this member has taken part in: a node of an earlier one is
         ours, on its way out, not another member's."""
+        self._tags = _telemetry.recipe_tags(client.telemetry, "partitioner", path, client.namespace)
+        self._holds: dict[str, _telemetry.HoldRecord] = {}
+        """Each granted item's hold span and timer (telemetry on)."""
+        self._counted_owned = 0
+        """What ``aiocoord.partition.items.owned`` has been told this member owns."""
 
     def _checked_item(self, item: object) -> str:
         return _check_name(self._path, _CLAIM, item, "item")
@@ -351,6 +356,13 @@ class Partitioner:
         current = self._assignment
         if owned == current.owned and stable == current.stable:
             return
+        if len(owned) != self._counted_owned:
+            _telemetry.add(
+                "aiocoord.partition.items.owned",
+                len(owned) - self._counted_owned,
+                self._tags.metric_attributes,
+            )
+            self._counted_owned = len(owned)
         self._assignment = Assignment(owned, stable, current.generation + 1)
         self._broadcast.publish(self._assignment)
         self._changed()
@@ -358,6 +370,36 @@ class Partitioner:
     def _changed(self) -> None:
         signal, self._signal = self._signal, asyncio.Event()
         signal.set()
+
+    def _start_holds(self) -> None:
+        """Start a hold record for each grant that has none (telemetry on)."""
+        for item, grant in self._grants.items():
+            if item not in self._holds:
+                tags = self._tags
+                attributes = {**tags.span_attributes, "aiocoord.item": item}
+                record = _telemetry.start_hold(
+                    "aiocoord.partition.hold",
+                    _telemetry.Tags(tags.kind, tags.path, attributes, tags.metric_attributes),
+                    token=grant.token,
+                    duration="aiocoord.lock.hold.duration",
+                )
+                if record is None:
+                    return  # telemetry is off
+                self._holds[item] = record
+
+    def _end_hold(self, item: str, lost: str | None) -> None:
+        """End ``item``'s hold record: given back (``lost`` None) or lost, and why."""
+        record = self._holds.pop(item, None)
+        if record is not None:
+            if lost is not None:
+                record.lost(lost)
+            record.end("released" if lost is None else "lost")
+
+    def _drop_grants(self, lost: str | None) -> None:
+        """Forget every grant: given back (``lost`` None) or lost, and why."""
+        for item in list(self._holds):
+            self._end_hold(item, lost)
+        self._grants.clear()
 
     def changes(self) -> ChangeStream[Assignment]:
         """The assignment now, then every change of it (owned items or stability), in
@@ -519,7 +561,7 @@ class Partitioner:
                 await run_cleanup(client, self._leave)
             finally:
                 client.recipe_state(_LOCAL_MEMBERS, set[str]).discard(self._member_node)
-        self._grants.clear()
+        self._drop_grants(None)
         self._attempted.clear()
         self._stable = False
         self._publish()
@@ -555,7 +597,7 @@ class Partitioner:
         session = client.session_id
         candidates = sorted(set(self._grants) | self._attempted)
         grants = dict(self._grants)
-        self._grants.clear()
+        self._drop_grants(None)
         with client.only_in_session(session):
             if candidates:
                 stats = await retry_on_connection_loss(
@@ -613,7 +655,7 @@ class Partitioner:
                     self._member_node,
                     sorted(self._grants),
                 )
-            self._grants.clear()
+            self._drop_grants("the session expired")
             self._stable = False
             self._publish()
         elif self._client.error_policy.is_error_state(state):
@@ -641,12 +683,12 @@ class Partitioner:
             except MemberIdInUseError as error:
                 log.warning("partitioner %r stops: %s", self._member_node, error)
                 self._failure = error
-                self._grants.clear()
+                self._drop_grants("another session took the member id")
                 self._publish()
                 self._changed()
                 return
             except SessionExpiredError:
-                self._grants.clear()
+                self._drop_grants("the session expired")
                 self._stable = False
                 self._publish()
             except ConnectionLossError:
@@ -802,6 +844,7 @@ class Partitioner:
             if claim is None or not self._ours(claim, session) or claim.czxid != grant.token:
                 log.warning("partitioner %r: lost item %r", self._member_node, item)
                 del self._grants[item]
+                self._end_hold(item, "its claim is gone")
 
     async def _act(self, snapshot: _Snapshot, target: dict[str, str], session: int) -> bool:
         """Adopt, give back and claim what the target says; whether anything was written
@@ -812,22 +855,39 @@ class Partitioner:
             for item, claim in snapshot.claims.items()
             if self._ours(claim, session) and item not in self._grants
         ]
-        for item in adopt:
-            stat = await self._client.exists(f"{self._path}/{_TOKEN}{item}")
-            czxid = snapshot.claims[item].czxid
-            self._grants[item] = _Grant(-1 if stat is None else stat.version, czxid, session)
-            self._attempted.discard(item)
-        release = [item for item in self._grants if item not in mine]
         unclaimed = sorted(item for item in mine if item not in snapshot.claims)
-        if not (adopt or release or unclaimed):
+        if not (adopt or unclaimed or any(item not in mine for item in self._grants)):
             return False
-        grants = {item: self._grants.pop(item) for item in release}
-        if release:
-            self._publish()  # owned shrinks before the items are given back
-        await asyncio.gather(
-            *(self._give_back(item, grant) for item, grant in grants.items()),
-            *(self._claim(item, session) for item in unclaimed),
-        )
+        try:
+            with _telemetry.span("aiocoord.partition.rebalance", self._tags) as op:
+                for item in adopt:
+                    stat = await self._client.exists(f"{self._path}/{_TOKEN}{item}")
+                    czxid = snapshot.claims[item].czxid
+                    version = -1 if stat is None else stat.version
+                    self._grants[item] = _Grant(version, czxid, session)
+                    self._attempted.discard(item)
+                release = [item for item in self._grants if item not in mine]
+                grants = {item: self._grants.pop(item) for item in release}
+                for item in release:
+                    self._end_hold(item, None)
+                if release:
+                    self._publish()  # owned shrinks before the items are given back
+                await asyncio.gather(
+                    *(self._give_back(item, grant) for item, grant in grants.items()),
+                    *(self._claim(item, session) for item in unclaimed),
+                )
+                gained = sum(item in self._grants for item in unclaimed)
+                self._publish()
+                # Claims that failed were taken by another member meanwhile.
+                op.outcome("rebalanced" if gained == len(unclaimed) else "contended")
+                if op.recording:
+                    op.set("aiocoord.generation", self._assignment.generation)
+                    op.set("aiocoord.items_gained", gained)
+                    op.set("aiocoord.items_adopted", len(adopt))
+                    op.set("aiocoord.items_released", len(release))
+                    op.set("aiocoord.items_owned", len(self._assignment.owned))
+        finally:
+            self._start_holds()  # not inside the rebalance: the holds outlive it
         return True
 
     async def _claim(self, item: str, session: int) -> None:
