@@ -385,3 +385,10 @@ class ServiceCache:
         # Every change of the view is published here, right after it is made.
         self._version += 1
         self._events.publish(ServiceCacheEvent(kind, instance))
+
+
+def relabel(cache: ServiceCache, kind: str) -> _telemetry.Tags:
+    """Label ``cache``'s telemetry as recipe ``kind`` (a provider's cache reports as
+    the provider); the tags it reports with from now on."""
+    cache._report_as(kind)
+    return cache._tags
