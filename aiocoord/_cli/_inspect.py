@@ -27,6 +27,9 @@ from ._layouts import (
     LATCH_NODE,
     LEASE_NODE,
     LOCK_NODE,
+    PARTITION_CLAIM,
+    PARTITION_MEMBER,
+    PARTITION_TOKEN,
     QUEUE_ITEM,
     QUEUE_TAKEN_SUFFIX,
     READY_NODE,
@@ -296,8 +299,72 @@ def _service(path: str, children: list[_Child]) -> Report | None:
     }
 
 
-# Services before groups: a service's DYNAMIC instances are ephemeral nodes too.
-_RECOGNISERS = (_lock, _rw_lock, _latch, _double_barrier, _queue, _ttl_lease, _service, _group)
+def _partitioner(path: str, children: list[_Child]) -> Report | None:
+    """A Partitioner: member, claim and token nodes side by side."""
+    prefixes = (PARTITION_MEMBER, PARTITION_CLAIM, PARTITION_TOKEN)
+    if not _all(children, lambda c: c.name.startswith(prefixes)):
+        return None
+    members: dict[str, Report] = {}
+    claims: dict[str, _Child] = {}
+    tokens: dict[str, _Child] = {}
+    for child in children:
+        if child.name.startswith(PARTITION_MEMBER):
+            try:
+                weight = json.loads(child.data)["weight"]
+            except (ValueError, TypeError, KeyError):
+                return None  # not a partitioner's member
+            if isinstance(weight, bool) or not isinstance(weight, int | float):
+                return None
+            member_id = child.name[len(PARTITION_MEMBER) :]
+            members[member_id] = {"id": member_id, "weight": weight, "items": []}
+            if child.session:
+                members[member_id]["session"] = session_hex(child.session)
+        elif child.name.startswith(PARTITION_CLAIM):
+            claims[child.name[len(PARTITION_CLAIM) :]] = child
+        else:
+            tokens[child.name[len(PARTITION_TOKEN) :]] = child
+    if not members and not tokens:
+        return None
+    items: list[Report] = []
+    for item in sorted(set(claims) | set(tokens)):
+        claim, token = claims.get(item), tokens.get(item)
+        entry: Report = {"item": item}
+        if claim is not None:
+            owner = claim.data.decode("utf-8", "replace")
+            entry["owner"] = owner
+            entry["fencing_token"] = claim.stat.czxid
+            if claim.session:
+                entry["session"] = session_hex(claim.session)
+            if owner in members:
+                members[owner]["items"].append(item)
+        else:
+            entry["owner"] = None
+        # Every claim and release of the item bumps its token node's version.
+        entry["generation"] = token.stat.version if token is not None else 0
+        items.append(entry)
+    return {
+        "path": path,
+        "kind": "partitioner",
+        "layout": "Partitioner (member-, claim-, token- nodes)",
+        "members": [members[m] for m in sorted(members)],
+        "items": items,
+        "generation": sum(entry["generation"] for entry in items),
+    }
+
+
+# Services before groups: a service's DYNAMIC instances are ephemeral nodes too; the
+# partitioner before both (its member and claim nodes are ephemeral).
+_RECOGNISERS = (
+    _lock,
+    _rw_lock,
+    _latch,
+    _double_barrier,
+    _queue,
+    _ttl_lease,
+    _partitioner,
+    _service,
+    _group,
+)
 
 
 def _value(path: str, data: bytes) -> Report | None:
@@ -478,6 +545,27 @@ def _render(report: Report, level: int) -> list[str]:
                 line += "  disabled"
             if "session" in instance:
                 line += f"  session {instance['session']}"
+            lines.append(line)
+    elif kind == "partitioner":
+        claimed = sum(1 for item in report["items"] if item["owner"] is not None)
+        lines[0] += (
+            f"  {len(report['members'])} members, {claimed} of {len(report['items'])} items"
+            f" claimed, generation {report['generation']}"
+        )
+        for member in report["members"]:
+            owned = " ".join(member["items"]) or "-"
+            line = f"{more}member {member['id']}  weight {member['weight']:g}  items {owned}"
+            if "session" in member:
+                line += f"  session {member['session']}"
+            lines.append(line)
+        for item in report["items"]:
+            if item["owner"] is None:
+                lines.append(
+                    f"{more}item {item['item']}  unclaimed  generation {item['generation']}"
+                )
+                continue
+            line = f"{more}item {item['item']}  owner {item['owner']}"
+            line += f"  token {item['fencing_token']}  generation {item['generation']}"
             lines.append(line)
     elif kind in ("counter", "int"):
         lines[0] += f"  value {report['value']}"

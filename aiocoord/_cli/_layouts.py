@@ -14,6 +14,9 @@ __all__ = [
     "LEASE_NODE",
     "LOCK_MARKERS",
     "LOCK_NODE",
+    "PARTITION_CLAIM",
+    "PARTITION_MEMBER",
+    "PARTITION_TOKEN",
     "QUEUE_ITEM",
     "QUEUE_TAKEN_SUFFIX",
     "READY_NODE",
@@ -55,6 +58,12 @@ QUEUE_ITEM = re.compile(r"qn-(\d{10})$")
 """Queue (SimpleDistributedQueue) items."""
 CURATOR_QUEUE_ITEM = re.compile(r"queue-.*(\d{10})$")
 """PriorityQueue, DelayQueue, IdQueue (Curator's DistributedQueue family) items."""
+PARTITION_MEMBER = "member-"
+"""Partitioner members: ephemeral ``member-<id>`` holding ``{"id": ..., "weight": ...}``."""
+PARTITION_CLAIM = "claim-"
+"""Partitioner claims: ephemeral ``claim-<item>`` holding the owner's id."""
+PARTITION_TOKEN = "token-"
+"""Partitioner tokens: persistent ``token-<item>``, its version bumped by each claim and release."""
 QUEUE_TAKEN_SUFFIX = "-taken"
 """Where a queue's takes keep their markers, by default: ``<queue path>-taken``."""
 

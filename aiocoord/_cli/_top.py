@@ -3,7 +3,11 @@
 Each refresh reads the tree with ``inspect``'s walk (:func:`._inspect.inspect_path`,
 which recognises the recipes' layouts) and flattens it into one row per recipe:
 locks, read-write locks, semaphores, elections, leases, queues, counters,
-barriers and groups, with their holders, waiters, depth or value. Between
+barriers, groups, partitioners and discovery services, with their holders,
+waiters, depth or value. A partitioner's row lists each member with the items
+it claims (WAIT: items nobody claims; DEPTH: members; VALUE: its generation,
+the claims and releases so far); a service's lists its instances (DEPTH:
+instances; VALUE: the enabled ones). Between
 refreshes it remembers who held what, so a row also tells the hand-offs of the
 last minute. ``--once`` prints one table (``--json``: one document) and exits.
 
@@ -53,8 +57,11 @@ class Row:
     """Who holds it: each holder's data (its participant id) or else its session."""
     waiters: int = 0
     depth: int | None = None
-    """Items in a queue; adds queued on a counter; members in a barrier or group."""
+    """Items in a queue; adds queued on a counter; members in a barrier, group or
+    partitioner; instances of a service."""
     value: int | None = None
+    """A counter's value; a partitioner's generation (claims and releases so far);
+    a service's enabled instances."""
     handoffs: int = 0
     """Changes of holder seen in the last minute (0 with ``--once``)."""
     last_handoff: float | None = None
@@ -130,6 +137,28 @@ def _row(report: Report) -> Row | None:
         return Row(path, "barrier", depth=report["entered"])
     if kind == "group":
         return Row(path, "group", depth=len(report["members"]))
+    if kind == "partitioner":
+        items = report["items"]
+        return Row(
+            path,
+            "partition",
+            [f"{m['id']} ({' '.join(m['items']) or '-'})" for m in report["members"]],
+            sum(1 for item in items if item["owner"] is None),  # items waiting for an owner
+            depth=len(report["members"]),
+            value=report["generation"],
+            # A hand-off: an item with a new owner.
+            holder_nodes=tuple(f"{i['item']}={i['owner']}" for i in items if i["owner"]),
+        )
+    if kind == "service":
+        instances = report["instances"]
+        return Row(
+            path,
+            "service",
+            [f"{i['id']}{'' if i['enabled'] else ' (disabled)'}" for i in instances],
+            depth=len(instances),
+            value=sum(1 for i in instances if i["enabled"]),
+            holder_nodes=tuple(i["id"] for i in instances),
+        )
     return None
 
 
