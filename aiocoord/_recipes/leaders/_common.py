@@ -42,6 +42,7 @@ from ..._exceptions import (
     ClientClosedError,
     ConnectionLossError,
     InvalidArgumentError,
+    LeadershipLostError,
     NoNodeError,
     SessionExpiredError,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "designated",
     "end_term",
     "give_up",
+    "hand_over_target",
     "is_ours",
     "leader_from",
     "node_gone",
@@ -299,13 +301,16 @@ async def stop(task: asyncio.Task[Any] | None) -> asyncio.CancelledError | None:
 async def give_up(client: Client, path: str, node: str, to: str | None) -> None:
     """Delete our leader ``node``; with ``to`` (a node name), name it in the
     election record in the same transaction, so the participants ahead of it give
-    way. Nothing happens if our node is already gone."""
+    way. Nothing happens if our node is already gone, or goes with its session
+    meanwhile."""
     transaction = client.transaction().check(node)
     if to is not None:
         transaction.set(path, Record(to=to).encode())
     transaction.delete(node)
-    # A retry after a lost reply finds our node gone: the first try applied.
-    with contextlib.suppress(NoNodeError):
+    # A retry after a lost reply finds our node gone: the first try applied. A
+    # session that ended meanwhile took our node (ephemeral) with it, and wrote
+    # no record: whoever heads the queue leads, by the usual rule.
+    with contextlib.suppress(NoNodeError, SessionExpiredError):
         await retry_on_connection_loss(client, transaction.commit)
 
 
@@ -335,6 +340,19 @@ def target_node(found: Sequence[Participant], to: str, me: str | None, path: str
         if participant.id == to and participant.node != me:
             return participant.node.rsplit("/", 1)[1]
     raise InvalidArgumentError("to", f"participant {to!r} is not queued (to lead next)", path)
+
+
+async def hand_over_target(
+    client: Client, path: str, lock_name: str, to: str, me: str | None
+) -> str:
+    """Before a hand-over from our node ``me``: the node (name) of participant
+    ``to``, read from the queue (InvalidArgumentError if it is not queued).
+    LeadershipLostError if our session ends during the read: the term is over."""
+    try:
+        found = await participants(client, path, lock_name)
+    except SessionExpiredError as error:
+        raise LeadershipLostError(path, "its session ended while handing over") from error
+    return target_node(found, to, me, path)
 
 
 async def priority_contender(client: Client, path: str, me: str) -> tuple[str, str] | None:

@@ -34,6 +34,7 @@ from ._common import (
     check_priority,
     designated,
     give_up,
+    hand_over_target,
     node_gone,
     node_name,
     participants,
@@ -41,7 +42,6 @@ from ._common import (
     read_queue,
     settle,
     stop,
-    target_node,
 )
 from ._observe import LeaderObserver, observe, wait_next_leader
 
@@ -506,14 +506,16 @@ class LeaderElection:
         OperationTimeoutError if nobody does within ``timeout`` seconds (the
         hand-over still goes on). With ``wait=False`` it returns once our node
         is gone, without following who leads next. InvalidArgumentError if
-        ``to`` is not queued; NotOwnerError outside a term. Called from the term's own block
+        ``to`` is not queued; NotOwnerError outside a term; LeadershipLostError
+        if the term is lost (its session ends) before the hand-over is under
+        way. Called from the term's own block
         (with ``cancel_on_loss``), the call is cancelled with the block once
         the hand-over is under way.
         """
         timeout = check_timeout(timeout, path=self.path)
         check_flag(wait, "wait", path=self.path)
         node = self._current_term().node
-        target = target_node(await self.participants(), to, node, self.path)
+        target = await hand_over_target(self._client, self.path, LOCK_NAME, to, node)
         term = self._current_term()  # still ours after the read?
         if term.node != node:
             raise NotOwnerError(f"{self.path!r}: the term ended while handing over")

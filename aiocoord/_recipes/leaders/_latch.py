@@ -43,6 +43,7 @@ from ._common import (
     check_priority,
     designated,
     end_term,
+    hand_over_target,
     node_gone,
     node_name,
     participants,
@@ -50,7 +51,6 @@ from ._common import (
     read_queue,
     settle,
     stop,
-    target_node,
 )
 from ._observe import observe, wait_next_leader
 
@@ -553,12 +553,13 @@ class LeaderLatch:
         Returns once somebody leads again (``to``, unless it left meanwhile);
         OperationTimeoutError if nobody does within ``timeout`` seconds (the
         hand-over still goes on). InvalidArgumentError if ``to`` is not queued;
-        NotOwnerError when not leading.
+        NotOwnerError when not leading; LeadershipLostError if the term is lost
+        (its session ends) before the hand-over is under way.
         """
         timeout = check_timeout(timeout, path=self.path)
         term = self._leading_term()
         node = term.contender.node
-        target = target_node(await self.participants(), to, node, self.path)
+        target = await hand_over_target(self._client, self.path, LATCH_NAME, to, node)
         term = self._leading_term()  # still ours after the read?
         self._end_term(term, f"handed over to {to!r}", target, requeue=True)
         await settle(term.ending)
