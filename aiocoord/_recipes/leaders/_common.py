@@ -63,6 +63,7 @@ __all__ = [
     "designated",
     "end_term",
     "give_up",
+    "gives_way",
     "hand_over_target",
     "is_ours",
     "leader_from",
@@ -212,6 +213,28 @@ async def read_queue(client: Client, path: str) -> tuple[list[str], Record | Non
     return await retry_on_connection_loss(client, read)
 
 
+async def gives_way(client: Client, path: str, node: str, session_id: int) -> bool:
+    """Our ``node`` (of session ``session_id``) heads the queue: whether the rule
+    says another is to lead (see the module docstring), so that we queue again.
+
+    Otherwise a term starts, with nothing proclaimed: a record that names our
+    node (a hand-over to us, or what an earlier term of this same node
+    proclaimed: a latch's node outlives a term lost to a suspended connection)
+    or a hand-over to a participant gone since is cleared first. Raises
+    SessionExpiredError if the session owning ``node`` ended, NoNodeError if
+    ``node`` is gone, and ConnectionLossError as it comes.
+    """
+    me = node.rsplit("/", 1)[1]
+    ordered, record = await read_queue(client, path)
+    if client.session_id != session_id:
+        raise SessionExpiredError(f"{path!r}: the session of our node ended")
+    if designated(ordered, record) != me:
+        return True
+    if record is not None and (record.to is not None or record.leader == me):
+        await client.transaction().check(node).set(path, Record().encode()).commit()
+    return False
+
+
 # --- shared by the recipes ------------------------------------------------------------------
 
 
@@ -327,9 +350,10 @@ def end_term(
     )
 
 
-async def settle(task: asyncio.Task[None] | None) -> None:
-    """Wait until an :func:`end_term` task is done (without cancelling it if the
-    caller is cancelled); its errors are the client's background runner's to log."""
+async def settle(task: asyncio.Future[None] | None) -> None:
+    """Wait until an :func:`end_term` task (or a term's given-up future) is done,
+    without cancelling it if the caller is cancelled; a task's errors are the
+    client's background runner's to log."""
     if task is not None and not task.done():
         await asyncio.wait([task])
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 
-from ..._checks import check_bytes, check_flag, check_recipe_acl, check_timeout
+from ..._checks import check_flag, check_timeout
 from ..._exceptions import (
     ArgumentTypeError,
     ConnectionLossError,
@@ -21,29 +21,17 @@ from ..._exceptions import (
     NoNodeError,
     NotOwnerError,
     OperationTimeoutError,
+    SessionExpiredError,
 )
 from ..._session import ChangeStream, Client, ErrorPolicy, Fence, Transaction
 from ..._types import ACL
-from .._kit._contenders import LOCK_NAME, Contender, mutex_rule
-from .._kit._holding import Hold, HoldContext, LossMonitor
+from .._kit._contenders import LOCK_NAME, Contender
+from .._kit._holding import Hold, HoldContext
 from .._kit._participants import Participant
 from .._kit._waits import Deadline
-from ._common import (
-    Record,
-    check_arguments,
-    check_priority,
-    designated,
-    give_up,
-    hand_over_target,
-    node_gone,
-    node_name,
-    participants,
-    priority_contender,
-    read_queue,
-    settle,
-    stop,
-)
-from ._observe import LeaderObserver, observe, wait_next_leader
+from ._common import give_up, gives_way, node_gone, settle, stop
+from ._observe import LeaderObserver, wait_next_leader
+from ._participant import Candidacy
 
 __all__ = ["LeaderElection"]
 
@@ -134,20 +122,11 @@ class _ElectionHolding:
         client = self._election._client
         node = contender.node
         assert node is not None
-        me = node.rsplit("/", 1)[1]
         while True:
             try:
-                ordered, record = await read_queue(client, self.path)
-                if client.session_id != contender.session_id:
-                    return False  # the monitor finds the term lost at once
-                if designated(ordered, record) != me:
-                    return True
-                if record is not None and record.to is not None:
-                    # The hand-over that named us (or a participant gone since) is over.
-                    await (
-                        client.transaction().check(node).set(self.path, Record().encode()).commit()
-                    )
-                return False
+                return await gives_way(client, self.path, node, contender.session_id)
+            except SessionExpiredError:
+                return False  # the monitor finds the term lost at once
             except NoNodeError:
                 return False  # our node is gone: the term's watch reports it
             except ConnectionLossError:
@@ -170,13 +149,12 @@ class _ElectionHolding:
 
     async def _watch_priority(self, hold: Hold, node: str) -> None:
         election = self._election
-        found = await priority_contender(election._client, self.path, node.rsplit("/", 1)[1])
+        found = await election._candidacy.priority_take_over(node)
         term = election._term
         if found is None or term is None or term.hold is not hold or hold.lost:
             return
-        to, to_id = found
-        log.info("leader election %r: priority take-over by %r", self.path, to_id)
-        election._end_term(term, f"priority take-over by {to_id!r}", to)
+        to, reason = found
+        election._end_term(term, reason, to)
 
     async def end_hold(self, hold: Hold, *, completed: bool) -> None:
         election = self._election
@@ -219,11 +197,6 @@ class _ElectionHolding:
 
     def lost_error(self, reason: str) -> HoldLostError:
         return LeadershipLostError(self.path, reason)
-
-
-async def _wait(future: asyncio.Future[None]) -> None:
-    """Wait for ``future`` without cancelling it if the caller is cancelled."""
-    await asyncio.wait([future])
 
 
 class LeaderElection:
@@ -275,47 +248,43 @@ class LeaderElection:
         acl: Sequence[ACL] | None = None,
         priority: int | None = None,
     ) -> None:
-        self.participant_id, self._data = check_arguments(
-            client, path, participant_id, error_policy, "leader election"
+        # The queue of Curator's LeaderSelector: an InterProcessMutex's nodes.
+        self._candidacy = candidacy = Candidacy(
+            client,
+            path,
+            lock_name=LOCK_NAME,
+            what="leader election",
+            participant_id=participant_id,
+            error_policy=error_policy,
+            acl=acl,
+            priority=priority,
         )
+        self.participant_id = candidacy.participant_id
         """This participant's id, stored in its node as UTF-8 (Curator's
         LeaderSelector id); ``<host>:<pid>:<random hex>`` unless one was given
         (where Curator stores the client's IP address)."""
-        self.priority = check_priority(priority, path)
+        self.priority = candidacy.priority
         """This participant's priority (None: the lowest)."""
-        self._acl = check_recipe_acl(acl, path)
         self._client = client
         self.path = path
-        self._monitor = LossMonitor(
-            client, error_policy or client.error_policy, f"leadership of {path!r}"
-        )
-        self._rule = mutex_rule(1, (LOCK_NAME,))
+        self._monitor = candidacy.monitor
         self._term: _Term | None = None
         self._busy = False
         self._leave = False
         self._observer = LeaderObserver(client, path)
 
+    def _new_contender(self) -> Contender:
+        # As the Mutex: once the last node ahead is gone we lead, without
+        # listing the queue again (a hand-over is one notification, where
+        # Curator's selector lists again). Our own node being deleted by
+        # someone else meanwhile is the one case this misses: the term's
+        # node watch reports it within a round trip and cancels the term.
+        return self._candidacy.contender()
+
     def __repr__(self) -> str:
         return (
             f"<LeaderElection {self.path!r} id={self.participant_id!r} "
             f"leading={self.has_leadership}>"
-        )
-
-    def _new_contender(self) -> Contender:
-        # The queue of Curator's LeaderSelector: an InterProcessMutex's nodes.
-        return Contender(
-            self._client,
-            self.path,
-            node_name(LOCK_NAME, self.priority),
-            (LOCK_NAME,),
-            self._rule,
-            self._data,
-            # As the Mutex: once the last node ahead is gone we lead, without
-            # listing the queue again (a hand-over is one notification, where
-            # Curator's selector lists again). Our own node being deleted by
-            # someone else meanwhile is the one case this misses: the term's
-            # node watch reports it within a round trip and cancels the term.
-            acl=self._acl,
         )
 
     def hold(
@@ -382,11 +351,6 @@ class LeaderElection:
         term = self._term
         return term is not None and not term.hold.lost
 
-    @property
-    def is_held(self) -> bool:
-        """The holder contract's name for :attr:`has_leadership`."""
-        return self.has_leadership
-
     def _current_term(self) -> _Term:
         term = self._term
         if term is None:
@@ -405,18 +369,43 @@ class LeaderElection:
         """
         return self._current_term().czxid
 
+    @property
+    def is_held(self) -> bool:
+        """The holder contract's name for :attr:`has_leadership`."""
+        return self.has_leadership
+
     def fence(self) -> Fence:
         """Proof of leading, for any transaction to require (``txn.guard(election.fence())``).
 
         The transaction applies only while our node exists; a failed guard
         raises LeadershipLostError. Errors as :attr:`fencing_token`.
         """
-        return Fence(self._current_term().node, self.path, lost_error=LeadershipLostError)
+        return self._candidacy.fence(self._current_term().node)
 
     def transaction(self) -> Transaction:
         """A transaction that applies only while we still lead (our node exists);
         otherwise ``commit()`` applies nothing and raises LeadershipLostError."""
-        return self._client.transaction().guard(self.fence())
+        return self._candidacy.transaction(self._current_term().node)
+
+    async def participants(self) -> list[Participant]:
+        """Every participant in queue order: see :meth:`LeaderLatch.participants`."""
+        return await self._candidacy.participants()
+
+    async def leader(self) -> Participant | None:
+        """The leading participant; None if nobody takes part (where Curator returns
+        an empty dummy participant)."""
+        return await self._candidacy.leader()
+
+    def observe(self) -> ChangeStream[Participant | None]:
+        """Who leads, now and after every change: see :meth:`LeaderObserver.observe`
+        (the same stream, whether or not this participant takes part)."""
+        return self._candidacy.observe()
+
+    async def proclaim(self, data: bytes) -> None:
+        """Inside a term: advertise ``data`` without ending the term, as
+        :meth:`LeaderLatch.proclaim` (LeadershipLostError once the term is lost,
+        NotOwnerError outside a term). The proclaimed data lasts for this term."""
+        await self._candidacy.proclaim(self._current_term().node, data)
 
     async def wait_lost(self) -> None:
         """Inside a term: wait until its leadership is lost (NotOwnerError outside one).
@@ -429,19 +418,6 @@ class LeaderElection:
             raise NotOwnerError(f"{self.path!r}: this participant does not lead (not in a term)")
         await term.hold.wait_lost()
 
-    async def participants(self) -> list[Participant]:
-        """Every participant in queue order, with its id; the first leads (``holds``,
-        with its ``fencing_token``).
-
-        Curator's order: during a hand-over the first may be a participant that
-        is about to give way; :meth:`leader` and :meth:`observe` say who leads."""
-        return await participants(self._client, self.path, LOCK_NAME)
-
-    def observe(self) -> ChangeStream[Participant | None]:
-        """Who leads, now and after every change: see :meth:`LeaderObserver.observe`
-        (the same stream, whether or not this participant takes part)."""
-        return observe(self._client, self.path)
-
     def add_listener(self, callback: Callable[[Participant | None], object]) -> None:
         """Call ``callback(leader)`` as :meth:`observe` yields, from a task of the
         client (a callback must not block; its errors are logged), until removed."""
@@ -450,21 +426,6 @@ class LeaderElection:
     def remove_listener(self, callback: Callable[[Participant | None], object]) -> None:
         """Stop calling ``callback``; one that is not registered is ignored."""
         self._observer.remove_listener(callback)
-
-    async def proclaim(self, data: bytes) -> None:
-        """Inside a term: advertise ``data`` (what :meth:`observe` and
-        :meth:`LeaderObserver.observe` report as the leader's ``data``) without
-        ending the term.
-
-        Written to the election node in a transaction guarded by our node, so a
-        leader that lost its term writes nothing: LeadershipLostError then;
-        NotOwnerError outside a term. Our own node keeps holding our id, which
-        is what Curator reads. The proclaimed data lasts for this term.
-        """
-        data = check_bytes(data, "data", path=self.path)
-        term = self._current_term()
-        record = Record(term.node.rsplit("/", 1)[1], data)
-        await self.transaction().set(self.path, record.encode()).commit()
 
     def _end_term(self, term: _Term, reason: str, to: str | None) -> asyncio.Future[None]:
         """End the term on purpose: leadership is dropped now (the block is
@@ -489,7 +450,7 @@ class LeaderElection:
         check_flag(requeue, "requeue", path=self.path)
         term = self._current_term()
         self._leave = not requeue
-        await _wait(self._end_term(term, "resigned", None))
+        await settle(self._end_term(term, "resigned", None))
 
     async def hand_over(self, *, to: str, timeout: float | None = None, wait: bool = True) -> None:
         """Inside a term: pass leadership to participant ``to`` (an id), who leads next.
@@ -515,16 +476,10 @@ class LeaderElection:
         timeout = check_timeout(timeout, path=self.path)
         check_flag(wait, "wait", path=self.path)
         node = self._current_term().node
-        target = await hand_over_target(self._client, self.path, LOCK_NAME, to, node)
+        target = await self._candidacy.hand_over_target(node, to)
         term = self._current_term()  # still ours after the read?
         if term.node != node:
             raise NotOwnerError(f"{self.path!r}: the term ended while handing over")
-        await _wait(self._end_term(term, f"handed over to {to!r}", target))
+        await settle(self._end_term(term, f"handed over to {to!r}", target))
         if wait:
             await wait_next_leader(self._client, self.path, timeout)
-
-    async def leader(self) -> Participant | None:
-        """The leading participant; None if nobody takes part (where Curator returns
-        an empty dummy participant)."""
-        participants = await self.participants()
-        return participants[0] if participants else None

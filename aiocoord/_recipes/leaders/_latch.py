@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from ..._checks import check_bytes, check_flag, check_recipe_acl, check_timeout
+from ..._checks import check_flag, check_timeout
 from ..._exceptions import (
     ClientClosedError,
     ConnectionLossError,
@@ -22,37 +22,16 @@ from ..._exceptions import (
     OperationTimeoutError,
     SessionExpiredError,
 )
-from ..._session import (
-    Broadcast,
-    ChangeStream,
-    Client,
-    ErrorPolicy,
-    Fence,
-    Transaction,
-)
+from ..._session import Broadcast, ChangeStream, Client, ErrorPolicy, Fence, Transaction
 from ..._types import ACL
-from .._kit._contenders import Contender, mutex_rule
-from .._kit._holding import Hold, HoldContext, LossMonitor, native_cancel_pending
+from .._kit._contenders import Contender
+from .._kit._holding import Hold, HoldContext, native_cancel_pending
 from .._kit._lifecycle import Lifecycle, Phase
 from .._kit._participants import Participant
 from .._kit._waits import Deadline
-from ._common import (
-    LATCH_NAME,
-    Record,
-    check_arguments,
-    check_priority,
-    designated,
-    end_term,
-    hand_over_target,
-    node_gone,
-    node_name,
-    participants,
-    priority_contender,
-    read_queue,
-    settle,
-    stop,
-)
-from ._observe import observe, wait_next_leader
+from ._common import LATCH_NAME, end_term, gives_way, node_gone, settle, stop
+from ._observe import wait_next_leader
+from ._participant import Candidacy
 
 __all__ = ["LATCH_NAME", "LeaderLatch"]
 
@@ -122,19 +101,24 @@ class LeaderLatch:
         acl: Sequence[ACL] | None = None,
         priority: int | None = None,
     ) -> None:
-        self.participant_id, self._data = check_arguments(
-            client, path, participant_id, error_policy, "leader latch"
+        self._candidacy = candidacy = Candidacy(
+            client,
+            path,
+            lock_name=LATCH_NAME,
+            what="leader latch",
+            participant_id=participant_id,
+            error_policy=error_policy,
+            acl=acl,
+            priority=priority,
         )
+        self.participant_id = candidacy.participant_id
         """This participant's id, stored in its node as UTF-8 (Curator's latch id);
         ``<host>:<pid>:<random hex>`` unless one was given."""
-        self.priority = check_priority(priority, path)
+        self.priority = candidacy.priority
         """This participant's priority (None: the lowest)."""
-        self._acl = check_recipe_acl(acl, path)
         self._client = client
         self.path = path
-        self._monitor = LossMonitor(
-            client, error_policy or client.error_policy, f"leadership of {path!r}"
-        )
+        self._monitor = candidacy.monitor
         self._life = Lifecycle(f"leader latch {path!r}", self._open, self._shut)
         self._leader = False
         self._lost = asyncio.Event()
@@ -208,18 +192,9 @@ class LeaderLatch:
         self._end(None)
 
     def _new_contender(self) -> Contender:
-        return Contender(
-            self._client,
-            self.path,
-            node_name(LATCH_NAME, self.priority),
-            (LATCH_NAME,),
-            mutex_rule(1, (LATCH_NAME,)),
-            self._data,
-            # Read the queue again after every wake-up, so a decision to lead
-            # also sees that our own node is still there.
-            last_blocker_shortcut=False,
-            acl=self._acl,
-        )
+        # Read the queue again after every wake-up, so a decision to lead also
+        # sees that our own node is still there.
+        return self._candidacy.contender(last_blocker_shortcut=False)
 
     # --- the background task ------------------------------------------------------------
 
@@ -247,15 +222,20 @@ class LeaderLatch:
                     # Our node went with the session or was deleted: queue again, at the back.
                     await contender.abandon()
                     continue
+                assert contender.node is not None
                 try:
-                    gives_way = await self._gives_way(contender)
+                    way = await gives_way(
+                        self._client, self.path, contender.node, contender.session_id
+                    )
+                except NoNodeError:
+                    way = True  # our node is gone: we do not lead
                 except ConnectionLossError as error:
                     await self._wait_for_zookeeper(error)
                     continue
                 except SessionExpiredError:
                     await contender.abandon()
                     continue
-                if gives_way:
+                if way:
                     # A hand-over names another participant, or one of a higher
                     # priority waits: we never lead; queue again, behind it.
                     await contender.release()
@@ -301,29 +281,6 @@ class LeaderLatch:
             self._end(error)
             raise  # logged by the client's background runner
 
-    async def _gives_way(self, contender: Contender) -> bool:
-        """At the head of the queue: whether the rule says another is to lead (see
-        ``_common``). Clears the record if it names us (a hand-over to us, or an
-        earlier term's proclaim) or a hand-over to a participant gone since."""
-        node = contender.node
-        assert node is not None
-        me = node.rsplit("/", 1)[1]
-        ordered, record = await read_queue(self._client, self.path)
-        if self._client.session_id != contender.session_id:
-            raise SessionExpiredError(f"leader latch {self.path!r}: the session ended")
-        if designated(ordered, record) != me:
-            return True
-        # A new term starts with nothing proclaimed: clear a hand-over that named
-        # us, and what an earlier term of this same node proclaimed (the node
-        # outlives a term lost to a suspended connection, and leads again after it).
-        if record is not None and (record.to is not None or record.leader == me):
-            try:
-                clear = self._client.transaction().check(node).set(self.path, Record().encode())
-                await clear.commit()
-            except NoNodeError:
-                return True  # our node is gone: we do not lead
-        return False
-
     async def _until_lost(self, term: _LatchTerm) -> None:
         contender = term.contender
         assert contender.node is not None
@@ -342,12 +299,11 @@ class LeaderLatch:
 
     async def _watch_priority(self, term: _LatchTerm, node: str) -> None:
         """While leading: hand over to a participant of a higher priority that queues."""
-        found = await priority_contender(self._client, self.path, node.rsplit("/", 1)[1])
+        found = await self._candidacy.priority_take_over(node)
         if found is None or term.lost:
             return
-        to, to_id = found
-        log.info("leader latch %r: priority take-over by %r", self.path, to_id)
-        self._end_term(term, f"priority take-over by {to_id!r}", to, requeue=True)
+        to, reason = found
+        self._end_term(term, reason, to, requeue=True)
 
     def _end_term(self, term: _LatchTerm, reason: str, to: str | None, *, requeue: bool) -> None:
         node = term.contender.node
@@ -482,17 +438,20 @@ class LeaderLatch:
         """
         return self._leading_term().contender.czxid
 
+    def _leader_node(self) -> str:
+        node = self._leading_term().contender.node
+        assert node is not None
+        return node
+
     def fence(self) -> Fence:
         """Proof of leading, for ``client.transaction().guard(latch.fence())``: the
         transaction applies only while our node exists (NotOwnerError when not leading)."""
-        node = self._leading_term().contender.node
-        assert node is not None
-        return Fence(node, self.path, lost_error=LeadershipLostError)
+        return self._candidacy.fence(self._leader_node())
 
     def transaction(self) -> Transaction:
         """A transaction that applies only while our node exists; if it is gone,
         ``commit()`` applies nothing and raises LeadershipLostError."""
-        return self._client.transaction().guard(self.fence())
+        return self._candidacy.transaction(self._leader_node())
 
     async def participants(self) -> list[Participant]:
         """Every participant in queue order, with its id; the first leads (``holds``,
@@ -500,12 +459,17 @@ class LeaderLatch:
 
         Curator's order: during a hand-over the first may be a participant that
         is about to give way; :meth:`leader` and :meth:`observe` say who leads."""
-        return await participants(self._client, self.path, LATCH_NAME)
+        return await self._candidacy.participants()
+
+    async def leader(self) -> Participant | None:
+        """The leading participant; None if nobody takes part (where Curator returns
+        an empty dummy participant)."""
+        return await self._candidacy.leader()
 
     def observe(self) -> ChangeStream[Participant | None]:
         """Who leads, now and after every change: see :meth:`LeaderObserver.observe`
         (the same stream, whether or not this latch leads or is started)."""
-        return observe(self._client, self.path)
+        return self._candidacy.observe()
 
     async def proclaim(self, data: bytes) -> None:
         """While leading: advertise ``data`` (what :meth:`observe` and
@@ -517,12 +481,7 @@ class LeaderLatch:
         NotOwnerError when not leading. Our own node keeps holding our id,
         which is what Curator reads. The proclaimed data lasts for this term.
         """
-        data = check_bytes(data, "data", path=self.path)
-        term = self._leading_term()
-        node = term.contender.node
-        assert node is not None
-        record = Record(node.rsplit("/", 1)[1], data)
-        await self.transaction().set(self.path, record.encode()).commit()
+        await self._candidacy.proclaim(self._leader_node(), data)
 
     async def resign(self, *, requeue: bool = True) -> None:
         """While leading: end the term now, and queue again at the back (or, with
@@ -557,19 +516,11 @@ class LeaderLatch:
         (its session ends) before the hand-over is under way.
         """
         timeout = check_timeout(timeout, path=self.path)
-        term = self._leading_term()
-        node = term.contender.node
-        target = await hand_over_target(self._client, self.path, LATCH_NAME, to, node)
+        target = await self._candidacy.hand_over_target(self._leader_node(), to)
         term = self._leading_term()  # still ours after the read?
         self._end_term(term, f"handed over to {to!r}", target, requeue=True)
         await settle(term.ending)
         await wait_next_leader(self._client, self.path, timeout)
-
-    async def leader(self) -> Participant | None:
-        """The leading participant; None if nobody takes part (where Curator returns
-        an empty dummy participant)."""
-        participants = await self.participants()
-        return participants[0] if participants else None
 
 
 class _LatchHolding:
