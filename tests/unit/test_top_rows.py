@@ -51,3 +51,49 @@ def test_the_table_sorts_and_fits_the_width() -> None:
     lines = render(rows, width=60, header="top", sort="waiters", reverse=True)
     assert [line.split()[1] for line in lines[3:]] == ["/a", "/b"]
     assert all(len(line) <= 60 for line in lines)
+
+
+def _partitioner(owners: dict[str, str | None]) -> dict[str, object]:
+    members: dict[str, list[str]] = {}
+    for item, owner in owners.items():
+        if owner is not None:
+            members.setdefault(owner, []).append(item)
+    return {
+        "path": "/work",
+        "kind": "partitioner",
+        "members": [{"id": m, "weight": 1.0, "items": items} for m, items in members.items()],
+        "items": [{"item": i, "owner": o, "generation": 1} for i, o in owners.items()],
+        "generation": len(owners),
+    }
+
+
+def test_a_partitioner_row_counts_unclaimed_items_and_each_item_that_moves() -> None:
+    tracker = Tracker()
+    first = rows_of(_partitioner({"a": "one", "b": "one", "c": None}))
+    tracker.update(first, 100.0)
+    [row] = first
+    assert (row.kind, row.holders, row.waiters, row.depth, row.value) == (
+        "partition",
+        ["one (a b)"],
+        1,
+        1,
+        3,
+    )
+    moved = rows_of(_partitioner({"a": "one", "b": "two", "c": "two"}))
+    tracker.update(moved, 101.0)
+    assert moved[0].handoffs == 2  # b moved, c was claimed
+    assert moved[0].holders == ["one (a)", "two (b c)"]
+
+
+def test_a_service_row_lists_instances_and_counts_the_enabled() -> None:
+    instances = [
+        {"id": "i-1", "enabled": True},
+        {"id": "i-2", "enabled": False},
+    ]
+    [row] = rows_of({"path": "/s/api", "kind": "service", "instances": instances})
+    assert (row.kind, row.holders, row.depth, row.value) == (
+        "service",
+        ["i-1", "i-2 (disabled)"],
+        2,
+        1,
+    )
