@@ -21,7 +21,9 @@ from aiocoord import (
 )
 from aiocoord._recipes.counters._combining import QUEUE_NAME
 from aiocoord._session import protected_marker
-from aiocoord.testing import expire_session
+from aiocoord.testing import ZooKeeperServer, drop_connection, expire_session
+
+from _waiting import written
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -219,3 +221,76 @@ async def test_combining_is_off_with_a_promotion_lock_and_refused_with_one(coord
         AtomicLong(coord, "/c", coalesce=False, combine=True)
     with pytest.raises(aiocoord.ArgumentTypeError, match="combine"):
         AtomicLong(coord, "/c", combine="yes")  # type: ignore[arg-type]
+
+
+class _SentCounter:
+    """Counts the requests one client writes to its server, by opcode."""
+
+    def __init__(self, client: aiocoord.Client) -> None:
+        connection = client._engine._conn
+        assert connection is not None
+        self.opcodes: list[int] = []
+        submit, submit_all = connection.submit, connection.submit_all
+
+        def counted_submit(op, hook=None):  # type: ignore[no-untyped-def]
+            self.opcodes.append(op.opcode)
+            return submit(op, hook)
+
+        def counted_submit_all(ops):  # type: ignore[no-untyped-def]
+            self.opcodes.extend(op.opcode for op in ops)
+            return submit_all(ops)
+
+        connection.submit = counted_submit  # type: ignore[method-assign]
+        connection.submit_all = counted_submit_all  # type: ignore[method-assign]
+
+
+_SET_DATA = 5
+
+
+async def test_an_uncontended_add_is_one_request(coord: aiocoord.Client) -> None:
+    # With no queue under the counter (its stat shows no child), a write need
+    # not look for one: one setData per add, as plain compare-and-set.
+    counter = AtomicLong(coord, "/c")
+    await counter.increment()  # creates the node
+    sent = _SentCounter(coord)
+    for _ in range(12):
+        assert (await counter.increment()).succeeded
+    assert sent.opcodes == [_SET_DATA] * 12
+    assert (await counter.get()).post_value == 13
+
+
+async def test_a_counter_with_a_queue_looks_at_it_every_few_writes(coord: aiocoord.Client) -> None:
+    counter = AtomicLong(coord, "/c")
+    await counter.increment()
+    await coord.create(QUEUE)  # another process queued here once
+    await counter.get()  # the counter's stat now shows a child
+    sent = _SentCounter(coord)
+    for _ in range(8):
+        assert (await counter.increment()).succeeded
+    probes = [op for op in sent.opcodes if op != _SET_DATA]
+    assert len(probes) == 2 and sent.opcodes.count(_SET_DATA) == 8
+
+
+@pytest.mark.parametrize("queue", [False, True], ids=["plain-set", "set-with-probe"])
+async def test_a_lost_reply_of_the_direct_write_is_an_unknown_outcome(
+    private_zookeeper: ZooKeeperServer, queue: bool
+) -> None:
+    async with aiocoord.connect(private_zookeeper.connect_string) as client:
+        counter = AtomicLong(client, "/c")
+        await counter.increment()
+        if queue:
+            await client.create(QUEUE)
+        await counter.get()  # the next write goes at the version read here
+        private_zookeeper.pause()
+        try:
+            call = asyncio.create_task(counter.increment())
+            await written(client, 2 if queue else 1)
+            drop_connection(client)
+        finally:
+            private_zookeeper.resume()
+        with pytest.raises(OutcomeUnknownError):
+            await call
+        after = (await counter.get()).post_value
+        assert after in (1, 2)  # applied once or not at all, never twice
+        result = await counter.increment()
+        assert result.succeeded and (result.pre_value, result.post_value) == (after, after + 1)

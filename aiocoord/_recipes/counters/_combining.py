@@ -114,6 +114,17 @@ class _Batch:
         return self.start + sum(self.added[:index])
 
 
+_INT_ONLY = frozenset({int})
+
+
+def _all_ints(values: object) -> bool:
+    """Whether ``values`` is a list or tuple of ints (bools excluded), checked at C
+    speed: every reader of the queue's state checks a few hundred numbers."""
+    if type(values) is not list and type(values) is not tuple:
+        return False
+    return not values or set(map(type, values)) == _INT_ONLY
+
+
 @dataclass(frozen=True)
 class _State:
     """The queue node's data: what has been applied, and the recent batches.
@@ -140,8 +151,10 @@ class _State:
         follows: tuple[int, int] | None = None
         for b in self.batches:
             count = len(b.offsets)
-            offsets = count if b.offsets == tuple(range(count)) else b.offsets
-            added = b.added[0] if b.added and b.added == (b.added[0],) * count else b.added
+            consecutive = count and b.offsets[-1] == count - 1 and b.offsets == tuple(range(count))
+            offsets = count if consecutive or not count else b.offsets
+            same = count and len(b.added) == count and b.added.count(b.added[0]) == count
+            added = b.added[0] if same else b.added
             short: list[object] = [b.size, offsets, added]
             batches.append(short if follows == (b.first, b.start) else [b.first, b.start, *short])
             follows = (b.first + b.offsets[-1] + 1, b.start + sum(b.added)) if count else None
@@ -169,13 +182,16 @@ class _State:
                     if not 0 <= offsets <= _MAX_REQUESTS:
                         raise ValueError(data)
                     offsets = range(offsets)
+                elif not _all_ints(offsets):
+                    raise ValueError(data)
                 if type(added) is int:
-                    added = [added] * len(offsets)
-                numbers = [first, start, size, *offsets, *added]
-                if len(offsets) != len(added) or not all(type(n) is int for n in numbers):
+                    added = (added,) * len(offsets)
+                elif not _all_ints(added):
+                    raise ValueError(data)
+                if len(offsets) != len(added) or not _all_ints((first, start, size)):
                     raise ValueError(data)
                 batches.append(_Batch(first, start, size, tuple(offsets), tuple(added)))
-            if not all(type(n) is int for n in (upto, value, version)):
+            if not _all_ints((upto, value, version)):
                 raise ValueError(data)
         except (ValueError, TypeError, KeyError, RecursionError):
             raise CorruptValueError(path, data, "a counter's combining state") from None
@@ -297,19 +313,17 @@ class Combiner:
                             return self._found(seq, state)
                         ahead = [entry for entry in ahead if entry[0] > state.upto]
                     if not ahead:
-                        outcome = await self._combine(node, seq, entries)
+                        outcome = await self._combine(node, seq, entries, state)
                         if isinstance(outcome, Combined):
                             return outcome
                         if outcome is not None:
                             ahead, state = outcome, None  # requests ahead we had not seen
                             continue
                     elif await self._wait_gone(ahead[-1][1]):
+                        # Usually applied with the request ahead of ours: one
+                        # read of the state tells, and otherwise serves the
+                        # combined write we then make as first in line.
                         ahead.pop()
-                        if not ahead:
-                            # First in line, unless applied meanwhile, which
-                            # _combine's own read tells.
-                            state = None
-                            continue
                     state = await retry_on_connection_loss(client, self._read_state)
         except (SessionExpiredError, NoConnectionError) as error:
             # Still queued or gone with the session: it may have been applied.
@@ -426,29 +440,43 @@ class Combiner:
         return await wait_change(self._client, path, gone_if=stray) is not None
 
     async def _combine(
-        self, node: str, seq: int, entries: Sequence[Entry]
+        self, node: str, seq: int, entries: Sequence[Entry], known: _State | None = None
     ) -> Combined | list[tuple[int, str]] | None:
         """Apply every pending request in one transaction. Our result; or, if the
-        listing shows requests ahead of ours, those; or None to look again."""
+        listing shows requests ahead of ours, those; or None to look again.
+
+        ``known``: the queue's state just read (ours not applied in it), so that
+        only the listing is read now. A combiner that ran since makes the
+        transaction fail on the state's version, and the next try reads afresh.
+        """
         client = self._client
-        pipeline = client.pipeline().get(self._queue).children(self._queue)
+        pipeline = client.pipeline()
+        if known is None:
+            pipeline.get(self._queue)
+        pipeline.children(self._queue)
         if not self._trust_state:
             pipeline.get(self._path)
         results = await pipeline.execute()
         _raise_lost(results, any_error=True)  # NoNodeError: the counter was deleted under us
-        state = _State.decode(self._queue, *results[0])
-        if state.upto >= seq:
-            return self._found(seq, state)
-        names = results[1][0]
+        if known is None:
+            state = _State.decode(self._queue, *results[0])
+            results = results[1:]
+            if state.upto >= seq:
+                return self._found(seq, state)
+        else:
+            state = known
+        names = results[0][0]
         if _paths.basename(node) not in names:
+            if known is not None:
+                return None  # applied since the state we were given: read it again
             # Only our session's end (or another client) removes a pending request.
             raise OutcomeUnknownError(self._path)
         pending = sorted((s, n) for n in names if (s := _sequence(n)) > state.upto)
         ahead = [entry for entry in pending if entry[0] < seq and entry[1] not in self._strays]
         if ahead:
             return ahead
-        if len(results) == 3:
-            counter_data, version = results[2][0], results[2][1].version
+        if len(results) == 2:
+            counter_data, version = results[1][0], results[1][1].version
             value = Codec.LONG.decode(counter_data, self._path) if counter_data else 0
         elif state.version >= 0:
             # The counter as the last combined write left it. It cannot have

@@ -152,6 +152,9 @@ class _Engine(Generic[T]):
         """The combining queue to look at with each write, if adds are combined."""
         self._queue_busy = False
         self._writes = 0
+        self._may_have_queue = True
+        """False while the node's last stat we saw had no child: no combining
+        queue exists, so a write need not look at it."""
 
     def queue_busy(self) -> bool:
         """Whether a write saw requests waiting in the combining queue (and forget it)."""
@@ -164,6 +167,7 @@ class _Engine(Generic[T]):
     def remember(self, value: T, version: int) -> None:
         """What a write made elsewhere (a combined transaction) left in the node."""
         self._known = (value, version)
+        self._may_have_queue = True
 
     async def read(self) -> tuple[T, int]:
         """(value, version); version -1 when the node does not exist (value: zero)."""
@@ -181,6 +185,7 @@ class _Engine(Generic[T]):
             # An empty node reads as zero, as Curator's does.
             value = self.codec.decode(data, self.path) if data else self.zero
             self._known = (value, stat.version)
+            self._may_have_queue = stat.num_children > 0
             return value, stat.version
 
     async def attempt(self, make: Callable[[T], T | _Refused]) -> _Attempt[T]:
@@ -202,6 +207,7 @@ class _Engine(Generic[T]):
             self._known = None
             return _Attempt(False, value, value)
         self._known = (new, stat.version)
+        self._may_have_queue = stat.num_children > 0
         return _Attempt(True, value, new)
 
     async def _write(self, data: bytes, version: int) -> Stat | None:
@@ -214,13 +220,16 @@ class _Engine(Generic[T]):
                 return stat
             skip_probe = self._writes % PROBE_EVERY != 0
             self._writes += 1
-            if self.queue is None or skip_probe:
+            if self.queue is None or skip_probe or not self._may_have_queue:
                 return await client.set(self.path, data, version=version)
             # Look at the combining queue in the same round trip: requests
             # waiting there mean other processes are queueing, and a writer that
             # keeps winning would starve their combined write. Every few writes
             # suffices (a starved combiner waits that many of ours at most),
-            # and spares an uncontended counter a request per write.
+            # and spares an uncontended counter a request per write. A counter
+            # whose last stat showed no child has no queue at all (it is the
+            # node's only child): the next reply's stat tells when one appears,
+            # so a counter nobody has queued on pays one request per write.
             probe, written = await (
                 client.pipeline().exists(self.queue).set(self.path, data, version=version).execute()
             )

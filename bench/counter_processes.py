@@ -1,0 +1,375 @@
+"""The counter with one single-task process per session, and what each add costs.
+
+``make bench``'s counter scenario runs every session of a library in one
+process. Issue #30 measures the counter as applications run it: one process
+per session, each with one task incrementing in a loop. This harness does that
+for aiocoord (one ``python`` process per session, all pinned to the client
+core) and runs Curator's ``DistributedAtomicLong`` through ``bench/java``'s
+runner (one JVM, one CuratorFramework and one thread per session: Java threads
+need no process of their own to run in parallel).
+
+Beside the rate and latencies it records what each committed add cost, which
+does not depend on how loaded the machine is:
+
+- server requests per add: the servers' ``srvr`` "Received" counters around
+  the whole run (connects and pings included, negligible against thousands of
+  adds), divided by the counter's final value (every add that was applied);
+- server writes per add: the leader's ``Zxid`` advance over the run divided
+  the same way (failed writes take a zxid and a log append too);
+- for aiocoord, the requests each process sent by kind (counted where the
+  session layer hands a request to the socket), and its CPU time per add.
+
+Usage::
+
+    .venv/bin/python -m bench.counter_processes [--servers sync,ensemble]
+        [--sessions 1,8,32] [--libraries aiocoord,aiocoord-cas,curator]
+        [--seconds 10] [--warmup 5] [--repeat 3] [--out FILE.json]
+
+``aiocoord`` is ``AtomicLong`` with its defaults; ``aiocoord-cas`` is
+``AtomicLong(combine=False)`` (plain compare-and-set under its default retry);
+``aiocoord-promoted`` adds ``promoted_to_lock``; ``curator`` is
+``DistributedAtomicLong`` with ``RetryNTimes(10, 1)`` as in ``make bench``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import aiocoord
+from aiocoord.testing import four_letter_word
+from bench import run as bench_run
+
+OPCODES = {
+    1: "create",
+    2: "delete",
+    3: "exists",
+    4: "get",
+    5: "set",
+    8: "children",
+    12: "children2",
+    13: "check",
+    14: "multi",
+    15: "create2",
+    11: "ping",
+}
+AIOCOORD_MODES = ("aiocoord", "aiocoord-cas", "aiocoord-promoted")
+
+
+# --- the worker: one session, one task --------------------------------------------------
+
+
+def _count_requests() -> collections.Counter[str]:
+    """Count every request the session layer sends, by kind (this process only)."""
+    from aiocoord._session import _connection
+
+    sent: collections.Counter[str] = collections.Counter()
+    submit, submit_all = _connection.Connection.submit, _connection.Connection.submit_all
+
+    def counted_submit(self: Any, op: Any, hook: Any = None) -> Any:
+        sent[OPCODES.get(op.opcode, str(op.opcode))] += 1
+        return submit(self, op, hook)
+
+    def counted_submit_all(self: Any, ops: Any) -> Any:
+        for op in ops:
+            sent[OPCODES.get(op.opcode, str(op.opcode))] += 1
+        return submit_all(self, ops)
+
+    _connection.Connection.submit = counted_submit  # type: ignore[method-assign]
+    _connection.Connection.submit_all = counted_submit_all  # type: ignore[method-assign]
+    return sent
+
+
+async def _worker(args: argparse.Namespace) -> dict[str, Any]:
+    sent = _count_requests()
+    async with aiocoord.connect(args.connect) as client:
+        path = f"{args.path}/counter"
+        options: dict[str, Any] = {}
+        if args.mode == "aiocoord-cas":
+            options["combine"] = False
+        elif args.mode == "aiocoord-promoted":
+            options["promoted_to_lock"] = aiocoord.PromotedToLock(f"{args.path}/counter-lock")
+        counter = aiocoord.AtomicLong(client, path, **options)
+        await counter.initialize(0)
+        # Start together: the driver gives a wall-clock instant.
+        await asyncio.sleep(max(0.0, args.start - time.time()))
+        begin = time.perf_counter()
+        window_start = begin + args.warmup
+        window_end = window_start + args.seconds
+        latencies: list[float] = []
+        applied = failures = unknown = 0
+        cpu_start = sent_start = None
+        while True:
+            now = time.perf_counter()
+            if now >= window_end:
+                break
+            if cpu_start is None and now >= window_start:
+                cpu_start, sent_start = time.process_time(), collections.Counter(sent)
+            started = time.perf_counter()
+            try:
+                result = await counter.increment()
+            except aiocoord.OutcomeUnknownError:
+                unknown += 1
+                continue
+            finished = time.perf_counter()
+            if result.succeeded:
+                applied += 1
+            if window_start <= finished < window_end:
+                if result.succeeded:
+                    latencies.append(finished - started)
+                else:
+                    failures += 1
+        cpu = time.process_time() - (cpu_start or 0.0)
+        window_sent = sent - (sent_start or collections.Counter())
+    return {
+        "applied": applied,
+        "window_ops": len(latencies),
+        "latencies": latencies,
+        "failures": failures,
+        "unknown": unknown,
+        "cpu_window_s": cpu,
+        "sent_window": dict(window_sent),
+    }
+
+
+# --- the driver -------------------------------------------------------------------------
+
+
+def _percentile(ordered: list[float], p: float) -> float:
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)] * 1000 if ordered else math.nan
+
+
+async def _srvr(servers: bench_run.Servers) -> tuple[int, int]:
+    """(packets received, summed over members; the highest zxid among members)."""
+    received = zxid = 0
+    for member in servers.connect_string.split(","):
+        host, port = member.rsplit(":", 1)
+        text = await four_letter_word(host, int(port), "srvr")
+        for line in text.splitlines():
+            if line.startswith("Received:"):
+                received += int(line.split(":", 1)[1])
+            elif line.startswith("Zxid:"):
+                zxid = max(zxid, int(line.split(":", 1)[1].strip(), 16) & 0xFFFFFFFF)
+    return received, zxid
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def _run_aiocoord(
+    mode: str, sessions: int, args: argparse.Namespace, connect: str, path: str, pin: list[str]
+) -> dict[str, Any]:
+    start = time.time() + 2.0 + 0.05 * sessions  # time for every process to connect
+    command = [
+        *pin,
+        sys.executable,
+        "-m",
+        "bench.counter_processes",
+        "worker",
+        "--connect",
+        connect,
+        "--path",
+        path,
+        "--mode",
+        mode,
+        "--start",
+        f"{start:.3f}",
+        "--warmup",
+        f"{args.warmup:g}",
+        "--seconds",
+        f"{args.seconds:g}",
+    ]
+    procs = [
+        await asyncio.create_subprocess_exec(
+            *command,
+            cwd=bench_run.REPO,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        for _ in range(sessions)
+    ]
+    outputs = await asyncio.gather(*(p.communicate() for p in procs))
+    lines = []
+    for proc, (out, err) in zip(procs, outputs, strict=True):
+        if proc.returncode != 0:
+            raise RuntimeError(f"worker failed: {err.decode()[-1500:]}")
+        lines.append(json.loads(out.decode().strip().splitlines()[-1]))
+    latencies = sorted(x for line in lines for x in line["latencies"])
+    sent: collections.Counter[str] = collections.Counter()
+    for line in lines:
+        sent.update(line["sent_window"])
+    window_ops = sum(line["window_ops"] for line in lines)
+    return {
+        "rate": window_ops / args.seconds,
+        "p50": _percentile(latencies, 50),
+        "p99": _percentile(latencies, 99),
+        "applied": sum(line["applied"] for line in lines),
+        "failures": sum(line["failures"] for line in lines),
+        "unknown": sum(line["unknown"] for line in lines),
+        "client_cpu_us_per_add": 1e6
+        * sum(line["cpu_window_s"] for line in lines)
+        / max(1, window_ops),
+        "sent_per_add": {k: v / max(1, window_ops) for k, v in sorted(sent.items())},
+    }
+
+
+async def _run_curator(
+    sessions: int, args: argparse.Namespace, connect: str, path: str, pin: list[str], java: Any
+) -> dict[str, Any]:
+    command = [
+        *pin,
+        *java.command,
+        "counter",
+        str(sessions),
+        f"{args.seconds:g}",
+        connect,
+        path,
+        "--warmup",
+        f"{args.warmup:g}",
+    ]
+    cpu_before = _children_cpu()
+    proc = await asyncio.create_subprocess_exec(
+        *command, cwd=bench_run.REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"curator failed: {err.decode()[-1500:]}")
+    line = json.loads(out.decode().strip().splitlines()[-1])
+    latency = next(iter(line["latency_ms"].values()), {})
+    return {
+        "rate": line["rate"],
+        "p50": latency.get("p50", math.nan),
+        "p99": latency.get("p99", math.nan),
+        "applied": line["extra"]["final_value"],
+        "failures": line["failures"],
+        "conflicts_per_add": line["conflicts"] / max(1, line["ops"]),
+        "client_cpu_us_per_add_whole_run": 1e6
+        * (_children_cpu() - cpu_before)
+        / max(1, line["extra"]["final_value"]),
+        "violation": line.get("violation"),
+    }
+
+
+async def _measure(args: argparse.Namespace) -> list[dict[str, Any]]:
+    client_pin, server_pin = bench_run.pin_commands()
+    records: list[dict[str, Any]] = []
+    configs = {c.name: c for c in bench_run.SERVER_CONFIGS}
+    with bench_run.build_dir() as tmp:
+        notes: list[str] = []
+        java = next((r for r in bench_run.java_runners(tmp, notes) if r.name == "curator"), None)
+        if java is None and "curator" in args.libraries:
+            raise SystemExit(f"Curator unavailable: {notes}")
+        for server_name in args.servers:
+            async with bench_run.start_servers(configs[server_name], server_pin) as servers:
+                async with aiocoord.connect(servers.connect_string) as client:
+                    await client.ensure_path(bench_run.ZNODE_ROOT)
+                    await bench_run.warm_up_server(client, bench_run.SERVER_WARMUP_S)
+                    for repeat in range(args.repeat):
+                        for sessions in args.sessions:
+                            for library in args.libraries:
+                                path = f"{bench_run.ZNODE_ROOT}/c-{uuid.uuid4().hex[:8]}"
+                                await client.ensure_path(path)
+                                load = os.getloadavg()[0]
+                                before = await _srvr(servers)
+                                if library == "curator":
+                                    record = await _run_curator(
+                                        sessions, args, servers.connect_string, path, client_pin, java
+                                    )
+                                else:
+                                    record = await _run_aiocoord(
+                                        library,
+                                        sessions,
+                                        args,
+                                        servers.connect_string,
+                                        path,
+                                        client_pin,
+                                    )
+                                after = await _srvr(servers)
+                                data, _stat = await client.get(f"{path}/counter")
+                                final = int.from_bytes(data, "big", signed=True)
+                                if library != "curator" and final != record["applied"]:
+                                    record["violation"] = (
+                                        f"counter reads {final} after {record['applied']} adds"
+                                    )
+                                record |= {
+                                    "server": server_name,
+                                    "library": library,
+                                    "sessions": sessions,
+                                    "repeat": repeat,
+                                    "load1": load,
+                                    "final": final,
+                                    "requests_per_add": (after[0] - before[0]) / max(1, final),
+                                    "writes_per_add": (after[1] - before[1]) / max(1, final),
+                                }
+                                with contextlib.suppress(Exception):
+                                    await bench_run.delete_tree(client, path)
+                                records.append(record)
+                                brief = {
+                                    k: (round(v, 3) if isinstance(v, float) else v)
+                                    for k, v in record.items()
+                                    if k not in ("sent_per_add",)
+                                }
+                                print(json.dumps(brief), file=sys.stderr, flush=True)
+                                if "sent_per_add" in record:
+                                    sent = {k: round(v, 2) for k, v in record["sent_per_add"].items()}
+                                    print(f"    sent per add: {sent}", file=sys.stderr, flush=True)
+    return records
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("role", nargs="?", default="driver", choices=("driver", "worker"))
+    parser.add_argument("--servers", default="sync,ensemble")
+    parser.add_argument("--sessions", default="1,8,32")
+    parser.add_argument("--libraries", default="aiocoord,curator")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--warmup", type=float, default=5.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", default="")
+    # worker options
+    parser.add_argument("--connect", default="")
+    parser.add_argument("--path", default="")
+    parser.add_argument("--mode", default="aiocoord", choices=AIOCOORD_MODES)
+    parser.add_argument("--start", type=float, default=0.0)
+    args = parser.parse_args()
+    if args.role == "worker":
+        profile = os.environ.get("COUNTER_PROFILE")
+        if profile and not os.path.exists(profile):
+            import cProfile
+
+            Path(profile).touch()  # one worker profiles: the first to get here
+            profiler = cProfile.Profile()
+            outcome = profiler.runcall(asyncio.run, _worker(args))
+            profiler.dump_stats(profile)
+        else:
+            outcome = asyncio.run(_worker(args))
+        print(json.dumps(outcome))
+        return 0
+    args.servers = [s for s in args.servers.split(",") if s]
+    args.sessions = [int(s) for s in args.sessions.split(",") if s]
+    args.libraries = [s for s in args.libraries.split(",") if s]
+    records = asyncio.run(_measure(args))
+    if args.out:
+        Path(args.out).write_text(json.dumps(records, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
