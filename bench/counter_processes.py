@@ -41,7 +41,6 @@ import json
 import math
 import os
 import resource
-import subprocess
 import sys
 import time
 import uuid
@@ -267,69 +266,88 @@ async def _run_curator(
     }
 
 
+async def _measure_one(
+    library: str,
+    sessions: int,
+    args: argparse.Namespace,
+    client: aiocoord.Client,
+    servers: bench_run.Servers,
+    pins: tuple[list[str], Any],
+) -> dict[str, Any]:
+    """One run of one library at one session count, in a fresh znode."""
+    client_pin, java = pins
+    path = f"{bench_run.ZNODE_ROOT}/c-{uuid.uuid4().hex[:8]}"
+    await client.ensure_path(path)
+    load = os.getloadavg()[0]
+    before = await _srvr(servers)
+    connect = servers.connect_string
+    if library == "curator":
+        record = await _run_curator(sessions, args, connect, path, client_pin, java)
+    else:
+        record = await _run_aiocoord(library, sessions, args, connect, path, client_pin)
+    after = await _srvr(servers)
+    data, _stat = await client.get(f"{path}/counter")
+    final = int.from_bytes(data, "big", signed=True)
+    if library != "curator":
+        applied, unknown = record["applied"], record["unknown"]
+        if not applied <= final <= applied + unknown:
+            record["violation"] = f"counter reads {final} after {applied} adds ({unknown} unknown)"
+    record |= {
+        "library": library,
+        "sessions": sessions,
+        "load1": load,
+        "final": final,
+        "requests_per_add": (after[0] - before[0]) / max(1, final),
+        "writes_per_add": (after[1] - before[1]) / max(1, final),
+    }
+    with contextlib.suppress(Exception):
+        await bench_run.delete_tree(client, path)
+    return record
+
+
+def _log(record: dict[str, Any]) -> None:
+    brief = {
+        k: (round(v, 3) if isinstance(v, float) else v)
+        for k, v in record.items()
+        if k != "sent_per_add"
+    }
+    print(json.dumps(brief), file=sys.stderr, flush=True)
+    if "sent_per_add" in record:
+        sent = {k: round(v, 2) for k, v in record["sent_per_add"].items()}
+        print(f"    sent per add: {sent}", file=sys.stderr, flush=True)
+
+
+async def _on_server(
+    name: str, args: argparse.Namespace, pins: tuple[list[str], Any], server_pin: list[str]
+) -> list[dict[str, Any]]:
+    records = []
+    config = next(c for c in bench_run.SERVER_CONFIGS if c.name == name)
+    async with (
+        bench_run.start_servers(config, server_pin) as servers,
+        aiocoord.connect(servers.connect_string) as client,
+    ):
+        await client.ensure_path(bench_run.ZNODE_ROOT)
+        await bench_run.warm_up_server(client, bench_run.SERVER_WARMUP_S)
+        for repeat in range(args.repeat):
+            for sessions in args.sessions:
+                for library in args.libraries:
+                    record = await _measure_one(library, sessions, args, client, servers, pins)
+                    record |= {"server": name, "repeat": repeat}
+                    _log(record)
+                    records.append(record)
+    return records
+
+
 async def _measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     client_pin, server_pin = bench_run.pin_commands()
     records: list[dict[str, Any]] = []
-    configs = {c.name: c for c in bench_run.SERVER_CONFIGS}
     with bench_run.build_dir() as tmp:
         notes: list[str] = []
         java = next((r for r in bench_run.java_runners(tmp, notes) if r.name == "curator"), None)
         if java is None and "curator" in args.libraries:
             raise SystemExit(f"Curator unavailable: {notes}")
-        for server_name in args.servers:
-            async with bench_run.start_servers(configs[server_name], server_pin) as servers:
-                async with aiocoord.connect(servers.connect_string) as client:
-                    await client.ensure_path(bench_run.ZNODE_ROOT)
-                    await bench_run.warm_up_server(client, bench_run.SERVER_WARMUP_S)
-                    for repeat in range(args.repeat):
-                        for sessions in args.sessions:
-                            for library in args.libraries:
-                                path = f"{bench_run.ZNODE_ROOT}/c-{uuid.uuid4().hex[:8]}"
-                                await client.ensure_path(path)
-                                load = os.getloadavg()[0]
-                                before = await _srvr(servers)
-                                if library == "curator":
-                                    record = await _run_curator(
-                                        sessions, args, servers.connect_string, path, client_pin, java
-                                    )
-                                else:
-                                    record = await _run_aiocoord(
-                                        library,
-                                        sessions,
-                                        args,
-                                        servers.connect_string,
-                                        path,
-                                        client_pin,
-                                    )
-                                after = await _srvr(servers)
-                                data, _stat = await client.get(f"{path}/counter")
-                                final = int.from_bytes(data, "big", signed=True)
-                                if library != "curator" and final != record["applied"]:
-                                    record["violation"] = (
-                                        f"counter reads {final} after {record['applied']} adds"
-                                    )
-                                record |= {
-                                    "server": server_name,
-                                    "library": library,
-                                    "sessions": sessions,
-                                    "repeat": repeat,
-                                    "load1": load,
-                                    "final": final,
-                                    "requests_per_add": (after[0] - before[0]) / max(1, final),
-                                    "writes_per_add": (after[1] - before[1]) / max(1, final),
-                                }
-                                with contextlib.suppress(Exception):
-                                    await bench_run.delete_tree(client, path)
-                                records.append(record)
-                                brief = {
-                                    k: (round(v, 3) if isinstance(v, float) else v)
-                                    for k, v in record.items()
-                                    if k not in ("sent_per_add",)
-                                }
-                                print(json.dumps(brief), file=sys.stderr, flush=True)
-                                if "sent_per_add" in record:
-                                    sent = {k: round(v, 2) for k, v in record["sent_per_add"].items()}
-                                    print(f"    sent per add: {sent}", file=sys.stderr, flush=True)
+        for name in args.servers:
+            records += await _on_server(name, args, (client_pin, java), server_pin)
     return records
 
 

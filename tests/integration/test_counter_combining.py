@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from _waiting import written
 
 import aiocoord
 from aiocoord import (
@@ -22,8 +23,6 @@ from aiocoord import (
 from aiocoord._recipes.counters._combining import QUEUE_NAME
 from aiocoord._session import protected_marker
 from aiocoord.testing import ZooKeeperServer, drop_connection, expire_session
-
-from _waiting import written
 
 pytestmark = pytest.mark.timeout(120)
 

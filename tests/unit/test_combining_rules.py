@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -133,11 +135,39 @@ def test_the_state_keeps_the_newest_results_within_its_budget() -> None:
         b'{"upto": 1, "value": 2, "version": 3, "batches": [[1, 0, 1, 2, 1.5]]}',
         b'{"upto": 1, "value": 2, "version": 3, "batches": [[1, 1, 1]]}',
         b'{"upto": 1, "value": 2, "version": 3, "batches": [[1, 0, 1, 0, 1], [1, 1, 1]]}',
+        b'{"upto": true, "value": 2, "version": 3, "batches": []}',
+        b'{"upto": 1, "value": 2, "version": 3, "batches": [[1, 0, 1, [true], [1]]]}',
+        b'{"upto": 1, "value": 2, "version": 3, "batches": [[1.5, 0, 1, 1, 1], [1, 1, 1]]}',
+        b'{"upto": 1, "value": 2, "version": 3, "batches": [[1, 0, 1, 1, [[1]]]]}',
+        b'{"upto": 1, "value": 2, "version": 3, "batches": [[1, 0, "1", 1, 1]]}',
+        b'{"upto": 1, "value": 2, "version": 3, "batches": {"abcde": 1}}',
+        b'{"upto": 1, "value": 2, "version": 3, "batches": ["abcde"]}',
+        b'{"upto": 1, "value": 2, "version": 3, "batches": [7]}',
+        b"[1, 2, 3]",
     ],
 )
 def test_a_garbled_queue_state_is_a_typed_error(data: bytes) -> None:
     with pytest.raises(CorruptValueError, match="combining state"):
         _State.decode("/c/combining", data, STAT)
+
+
+@given(
+    st.recursive(
+        st.integers() | st.booleans() | st.floats() | st.text(max_size=3),
+        lambda inner: st.lists(inner, max_size=6),
+        max_leaves=30,
+    )
+)
+def test_any_json_in_the_batches_decodes_or_is_a_typed_error(batches: object) -> None:
+    data = json.dumps({"upto": 1, "value": 2, "version": 3, "batches": batches}).encode()
+    try:
+        state = _State.decode("/c/combining", data, STAT)
+    except CorruptValueError:
+        return
+    numbers = [state.upto, state.value, state.version]
+    for batch in state.batches:
+        numbers += [batch.first, batch.start, batch.size, *batch.offsets, *batch.added]
+    assert all(type(n) is int for n in numbers)
 
 
 @given(LONG, st.lists(ENTRY, max_size=8))
