@@ -351,6 +351,44 @@ async def _measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     return records
 
 
+def summarize(records: list[dict[str, Any]]) -> str:
+    """A markdown table: per server, session count and library, the run with the
+    median rate, the spread of rates, and the median of each cost."""
+    groups: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
+    for record in records:
+        key = (record["server"], record["sessions"], record["library"])
+        groups.setdefault(key, []).append(record)
+    lines = [
+        "| server | sessions | library | increments/s | spread | p50 ms | p99 ms "
+        "| server requests/add | server writes/add | client CPU µs/add | failed | load (1 min) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+
+    def median(values: list[float]) -> float:
+        ordered = sorted(values)
+        return ordered[len(ordered) // 2]
+
+    for (server, sessions, library), runs in sorted(groups.items()):
+        rates = [r["rate"] for r in runs]
+        mid = sorted(runs, key=lambda r: r["rate"])[len(runs) // 2]
+        spread = (max(rates) - min(rates)) / max(median(rates), 1e-9)
+        cpu = [r.get("client_cpu_us_per_add", math.nan) for r in runs]
+        loads = [r["load1"] for r in runs]
+        violation = next((r["violation"] for r in runs if r.get("violation")), None)
+        lines.append(
+            f"| {server} | {sessions} | {library} | {mid['rate']:,.0f} | {spread:.0%} "
+            f"| {mid['p50']:.2f} | {mid['p99']:.1f} "
+            f"| {median([r['requests_per_add'] for r in runs]):.2f} "
+            f"| {median([r['writes_per_add'] for r in runs]):.2f} "
+            f"| {'—' if library == 'curator' else f'{median(cpu):,.0f}'} "
+            f"| {sum(r['failures'] for r in runs)} "
+            f"| {min(loads):.1f}-{max(loads):.1f}"
+            + (f" VIOLATION {violation}" if violation else "")
+            + " |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("role", nargs="?", default="driver", choices=("driver", "worker"))
@@ -361,6 +399,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", default="")
+    parser.add_argument("--report", default="", help="print the table of a --out file and stop")
     # worker options
     parser.add_argument("--connect", default="")
     parser.add_argument("--path", default="")
@@ -379,6 +418,9 @@ def main() -> int:
         else:
             outcome = asyncio.run(_worker(args))
         print(json.dumps(outcome))
+        return 0
+    if args.report:
+        print(summarize(json.loads(Path(args.report).read_text())))
         return 0
     args.servers = [s for s in args.servers.split(",") if s]
     args.sessions = [int(s) for s in args.sessions.split(",") if s]

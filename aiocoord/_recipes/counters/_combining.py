@@ -478,7 +478,8 @@ class Combiner:
         names = results[0][0]
         if _paths.basename(node) not in names:
             if known is not None:
-                return None  # applied since the state we were given: read it again
+                # Applied since the state we were given, or gone: a fresh read says.
+                return await self._combine(node, seq, entries)
             # Only our session's end (or another client) removes a pending request.
             raise OutcomeUnknownError(self._path)
         pending = sorted((s, n) for n in names if (s := _sequence(n)) > state.upto)
