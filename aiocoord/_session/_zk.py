@@ -240,14 +240,16 @@ def _decode_get_data(body: bytes) -> tuple[bytes, Stat]:
 
 
 def _decode_children2(body: bytes) -> tuple[list[str], Stat]:
-    (count,) = _INT.unpack_from(body, 0)
+    unpack = _INT.unpack_from  # a lock waiter decodes the whole queue on every look
+    (count,) = unpack(body, 0)
     offset = 4
-    names = []
+    names: list[str] = []
+    append = names.append
     for _ in range(max(count, 0)):
-        (size,) = _INT.unpack_from(body, offset)
-        offset += 4
-        names.append(body[offset : offset + size].decode())
-        offset += size
+        (size,) = unpack(body, offset)
+        start = offset + 4
+        offset = start + size
+        append(body[start:offset].decode())
     return names, _make_stat(_STAT.unpack_from(body, offset))
 
 

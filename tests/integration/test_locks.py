@@ -479,3 +479,43 @@ async def test_a_release_outlives_more_cancellations_while_zookeeper_is_away(
             with anyio.fail_after(5):
                 assert await again.acquire()
             await again.release()
+
+
+async def test_a_release_cancelled_with_its_delete_in_flight_still_frees_the_lock(
+    zookeeper, started, children_of
+) -> None:
+    """A connected release sends its delete from the releasing task itself (#30):
+    cancelled (more than once) while that delete is out, it still ends with the
+    node gone, then raises CancelledError; the next contender gets the lock."""
+    host, port = zookeeper.connect_string.rsplit(":", 1)
+    (other,) = await started(1)
+    async with TcpProxy(host, int(port)) as proxy:
+        client = aiocoord.connect(proxy.connect_string, namespace=zookeeper.namespace)
+        async with client:
+            lock = Mutex(client, "/in-flight")
+            held, leave = asyncio.Event(), asyncio.Event()
+
+            async def hold() -> None:
+                async with lock:
+                    held.set()
+                    await leave.wait()
+
+            holder = asyncio.create_task(hold())
+            await held.wait()
+            proxy.hold()
+            leave.set()
+            await written(client)  # the delete is out, its reply held back
+            for _ in range(2):
+                holder.cancel()
+                for _ in range(3):
+                    await asyncio.sleep(0)
+            assert not holder.done()  # still finishing the delete
+            proxy.release()
+            with pytest.raises(asyncio.CancelledError):
+                await holder
+            assert not lock.is_held
+            assert await children_of(other, "/in-flight") == []
+            again = Mutex(other, "/in-flight")
+            with anyio.fail_after(5):
+                assert await again.acquire()
+            await again.release()

@@ -110,3 +110,29 @@ def test_a_shared_listing_decides_as_the_mutex_rule_does(sequence: list[int], da
     me = data.draw(st.sampled_from(names))
     assert listing.first_in_line(me) == rule(names, me)
     assert listing.first_in_line("_c_9-lock-9999999999") is None
+
+
+def _reference_mutex_rule(names: list[str], me: str) -> Decision:
+    """The mutex rule as first written: every contender with a smaller key is
+    ahead; watch the nearest by (key, name)."""
+    mine = sequence_key(me, (LOCK_NAME,))
+    ahead = [(sequence_key(n, (LOCK_NAME,)), n) for n in names]
+    ahead = [(k, n) for k, n in ahead if k < mine]
+    if not ahead:
+        return Decision(True)
+    return Decision(False, max(ahead)[1], len(ahead))
+
+
+_QUEUE_NAMES = st.one_of(
+    st.builds(lambda p, n: f"_c_{p}-lock-{n:010d}", st.integers(0, 3), st.integers(0, 50)),
+    st.builds(lambda n: f"lock-{n:010d}", st.integers(0, 50)),  # Curator unprotected
+    st.sampled_from(["stray", "lock-", "zzz", "_c_1-lock-"]),  # no or an empty sequence
+)
+
+
+@given(st.lists(_QUEUE_NAMES, min_size=1, max_size=30, unique=True), st.data())
+def test_the_one_pass_mutex_rule_decides_as_the_reference(names: list[str], data) -> None:
+    """The mutex's rule (one pass, run on every listing) matches the plain
+    definition, ties between equal keys and names without a sequence included."""
+    me = data.draw(st.sampled_from(names))
+    assert mutex_rule()(names, me) == _reference_mutex_rule(names, me)

@@ -118,9 +118,37 @@ def mutex_rule(max_leases: int = 1, lock_names: Sequence[str] = (LOCK_NAME,)) ->
         ahead = _ahead(names, me, names_)
         if len(ahead) < max_leases:
             return Decision(True)
-        # The contender max_leases places ahead: the nearest, for a mutex.
-        watch = max(ahead)[1] if max_leases == 1 else heapq.nlargest(max_leases, ahead)[-1][1]
+        # The contender max_leases places ahead.
+        watch = heapq.nlargest(max_leases, ahead)[-1][1]
         return Decision(False, watch, len(ahead) - max_leases + 1)
+
+    if max_leases == 1 and len(names_) == 1:
+        return _first_in_line_rule(names_[0])
+    return rule
+
+
+def _first_in_line_rule(lock_name: str) -> Rule:
+    """The mutex rule for one lock name, in one pass with nothing allocated per
+    name: a waiter runs it on every listing of the queue (the same decisions as
+    the general rule, which picks the nearest by (key, name))."""
+    width = len(lock_name)
+
+    def rule(names: Sequence[str], me: str) -> Decision:
+        index = me.rfind(lock_name)
+        mine = me[index + width :] if index >= 0 else me
+        count = 0
+        nearest_key = ""
+        nearest: str | None = None
+        for name in names:
+            index = name.rfind(lock_name)
+            key = name[index + width :] if index >= 0 else name
+            if key < mine:
+                count += 1
+                if nearest is None or key > nearest_key or (key == nearest_key and name > nearest):
+                    nearest_key, nearest = key, name
+        if nearest is None:
+            return Decision(True)
+        return Decision(False, nearest, count)
 
     return rule
 
@@ -466,14 +494,16 @@ class Contender:
                 return False
             names = None  # a long queue's listing must not live on while we wait
             assert decision.watch is not None
-            if deadline.passed:
-                return False
-            with anyio.move_on_after(deadline.remaining()) as scope:
-                gone = await wait_change(
-                    client, f"{self._path}/{decision.watch}", session=self.session_id
-                )
-            if scope.cancelled_caught:
-                return False
+            watched = f"{self._path}/{decision.watch}"
+            if deadline.at is None:
+                gone = await wait_change(client, watched, session=self.session_id)
+            else:
+                if deadline.passed:
+                    return False
+                with anyio.move_on_after(deadline.remaining()) as scope:
+                    gone = await wait_change(client, watched, session=self.session_id)
+                if scope.cancelled_caught:
+                    return False
             if gone is Gone.SESSION_ENDED:
                 raise _NodeVanished  # the watch belongs to another session
             self._check_session()
@@ -515,8 +545,34 @@ class Contender:
         if self._holding and self._view is not None:
             self._view.mark_released(_paths.basename(node))
         self._holding = False
-        await run_cleanup(
-            self._client, lambda: delete_quietly(self._client, node), must_finish=True
-        )
+        await self._delete(node)
         self.node = None
         self._own = None
+
+    async def _delete(self, node: str) -> None:
+        """Delete ``node`` to the end, whatever cancels the caller meanwhile, as
+        :func:`run_cleanup` does.
+
+        While connected, the delete goes out from the calling task, shielded,
+        rather than from a task of its own: on every hand-off that is a loop
+        pass sooner out (and one sooner back), in the critical path of whoever
+        waits on this node. Only a delete cut short (a native cancellation, a
+        dropped connection, an expired session) is finished the cleanup's way:
+        deleting again is harmless, since a node already gone counts as deleted.
+        """
+        client = self._client
+        if client.connected:
+            cut: BaseException
+            with anyio.CancelScope(shield=True):
+                try:
+                    await client.delete(node)
+                    return
+                except NoNodeError:
+                    return
+                except BaseException as error:
+                    cut = error
+            await run_cleanup(client, lambda: delete_quietly(client, node), must_finish=True)
+            if not isinstance(cut, Exception):
+                raise cut  # a cancellation (or an interrupt) that came meanwhile
+            return
+        await run_cleanup(client, lambda: delete_quietly(client, node), must_finish=True)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import anyio
 
 from ..._exceptions import ConnectionLossError, SessionExpiredError
-from ..._session import Client, ConnectionState, retry_on_connection_loss
+from ..._session import Client, ConnectionState, Watch, retry_on_connection_loss
 from ..._types import EventType, Stat
 
 __all__ = ["Deadline", "Gone", "Reconnects", "wait_change", "wait_gone", "wait_out_session"]
@@ -181,17 +181,24 @@ async def _look_and_wait(
             return Gone.SESSION_ENDED
         if stat is None or (gone_if is not None and gone_if(stat)):
             return Gone.DELETED
-        with anyio.move_on_after(None if deadline is None else deadline.remaining()):
-            try:
-                event = await watch
-            except SessionExpiredError:
-                if not expiry_is_change:
-                    raise
-                return None
-            return Gone.DELETED if event.type is EventType.DELETED else None
+        if deadline is None or deadline.at is None:
+            # No deadline: no cancel scope either (this wait is on every hand-off).
+            return await _watched(watch, expiry_is_change=expiry_is_change)
+        with anyio.move_on_after(deadline.remaining()):
+            return await _watched(watch, expiry_is_change=expiry_is_change)
         return None
     finally:
         watch.cancel()
+
+
+async def _watched(watch: Watch, *, expiry_is_change: bool) -> Gone | None:
+    try:
+        event = await watch
+    except SessionExpiredError:
+        if not expiry_is_change:
+            raise
+        return None
+    return Gone.DELETED if event.type is EventType.DELETED else None
 
 
 class Reconnects:
