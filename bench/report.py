@@ -10,6 +10,7 @@ import json
 import math
 import statistics
 import sys
+import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -953,45 +954,230 @@ def _memory_section(index: _Index) -> list[str]:
 # --- chart ---------------------------------------------------------------------------------------
 
 
-def chart(document: Row, path: Path) -> None:
-    """A 2x3 figure: throughput per scenario and library, and latency percentiles."""
+PANEL_TITLES = {
+    "mutex": "Mutex hand-offs/s",
+    "counter": "Counter increments/s",
+    "bounded": "Bounded counter increments/s",
+    "pipelined": "Pipelined sets/s (one client)",
+    "latency": "Sequential set+get round trips/s",
+    "election": "Leader hand-over p50",
+    "barrier": "Double barrier release p50",
+    "queue": "Queue items/s",
+    "drain": "Queue drain items/s",
+    "cache_build": "Cache build nodes/s",
+    "cache_events": "Cache event latency p50",
+    "discovery_events": "Discovery change latency p50",
+    "discovery_pick": "Discovery picks/s",
+}
+"""The question each chart panel answers (the memory scenario is a line of text)."""
+TAILS = {"mutex": "acquire", "counter": "increment"}
+"""Scenarios that also get a latency panel (p50 and p99, ms), and the sample kind."""
+COLUMNS = 4
+"""Panels per row of the chart."""
+RATIO_LIMITS = (0.05, 50.0)
+"""The shared log axis of every ratio panel, widened if a ratio falls outside."""
+
+
+def chart(document: Row, path: Path) -> list[str]:
+    """One panel per question and server configuration, none empty.
+
+    A throughput panel shows every library's rate divided by the best peer's
+    at the same contender count (1 = the best peer; above is faster), and a
+    scenario measured by a latency its p50 divided by the best peer's (below
+    1 is faster). All ratio panels share one log axis, so that one outlier (a
+    local hand-off 30 times faster) flattens nothing. A scenario without peers
+    shows its own numbers (linear, from 0). Latency panels show p99 bars and p50
+    ticks in ms, log axis. Each title names its server configuration.
+    Returns the panels' titles.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    headline = servers(document)[0]
-    index = _Index(_rows_of(document, headline["name"]))
-    fig, axes = plt.subplots(2, 3, figsize=(19, 10.5))
-    _grouped(axes[0][0], index, "mutex", lambda r: r["rate"], "Mutex: hand-offs/s")
-    _grouped(axes[0][1], index, "counter", lambda r: r["rate"], "Counter: increments/s")
-    _grouped(axes[0][2], index, "pipelined", lambda r: r["rate"], "Pipelined sets/s (one client)")
-    _percentile_bars(axes[1][0], index, "mutex", "acquire", "Mutex: acquire latency (ms)")
-    _percentile_bars(axes[1][1], index, "counter", "increment", "Counter: increment latency (ms)")
-    _round_trips(axes[1][2], index)
-    machine, config = document["machine"], document["config"]
-    fig.suptitle(
-        f"aiocoord benchmark {document['date']}: {machine['nproc']} cores ({machine['cpu']}); "
-        f"median of {config['repeat']} x {config['seconds']:g} s; server core 0, clients core 1\n"
-        f"server: {headline['title']}",
-        fontsize=13,
+    _assign_colors(document)
+    rows_of_panels: list[list[tuple[Callable[[Any], None], str]]] = []
+    ratios: list[float] = []
+    for server in servers(document):
+        index = _Index(_rows_of(document, server["name"]))
+        where = _server_label(server)
+        panels: list[tuple[Callable[[Any], None], str]] = []
+        rows_of_panels.append(panels)
+        for scenario in PANEL_TITLES:
+            if not any(_ok(r) for r in index.of(scenario)):
+                continue
+            panels.append((_ratio_panel(index, scenario, where, ratios), "ratio"))
+            if scenario in TAILS:
+                panels.append(
+                    (
+                        lambda ax, i=index, sc=scenario, w=where: _percentile_bars(
+                            ax,
+                            i,
+                            sc,
+                            TAILS[sc],
+                            f"{PANEL_TITLES[sc].split()[0]} {TAILS[sc]} latency (ms)\n[{w}]",
+                        ),
+                        "latency",
+                    )
+                )
+    # Each server configuration starts a row of its own (wrapped at COLUMNS).
+    grid = [
+        panels[start : start + COLUMNS]
+        for panels in rows_of_panels
+        for start in range(0, len(panels), COLUMNS)
+    ]
+    if not grid:
+        return []
+    columns = max(len(row) for row in grid)
+    fig, axes = plt.subplots(
+        len(grid), columns, figsize=(6.4 * columns, 4.6 * len(grid) + 1.2), squeeze=False
     )
-    memory = [r for r in index.of("memory") if _ok(r) and "rss_per_waiter_bytes" in r["extra"]]
+    low = min([RATIO_LIMITS[0], *(r / 1.5 for r in ratios)])
+    high = max([RATIO_LIMITS[1], *(r * 1.5 for r in ratios)])
+    for row_axes, row in zip(axes, grid, strict=True):
+        for ax, (draw, kind) in zip(row_axes, row, strict=False):
+            draw(ax)
+            if kind == "ratio" and ax.get_ylabel().startswith("÷"):
+                ax.set_ylim(low, high)
+        for ax in row_axes[len(row) :]:
+            fig.delaxes(ax)  # no empty panels
+    machine, config = document["machine"], document["config"]
+    setting = (
+        f"{machine['nproc']} cores ({machine['cpu']}); median of {config['repeat']} x "
+        f"{config['seconds']:g} s; server core 0, clients core 1"
+    )
+    fig.suptitle(
+        f"aiocoord benchmark {document['date']}\n" + textwrap.fill(setting, 60 * columns),
+        fontsize=12,
+    )
+    memory = _memory_line(document)
     if memory:
-        extra = memory[0]["extra"]
-        fig.text(
-            0.5,
-            0.01,
-            f"Memory: {memory[0]['contenders']:,} waiters on one aiocoord Mutex: "
-            f"{extra['rss_per_waiter_bytes'] / 1024:,.1f} KiB RSS per waiter, "
-            f"{extra['queue_s']:.1f} s to queue, "
-            f"{extra['server_watches_per_waiter']:.2f} server watches per waiter",
-            ha="center",
-            fontsize=11,
-        )
-    fig.tight_layout(rect=(0, 0.03, 1, 0.96))
-    fig.savefig(path, dpi=90)
+        fig.text(0.5, 0.005, memory, ha="center", fontsize=11)
+    fig.tight_layout(rect=(0, 0.025, 1, 0.95))
+    fig.savefig(path, dpi=80)
+    titles = [ax.get_title() for ax in fig.axes]
     plt.close(fig)
+    return titles
+
+
+_EXTRA_COLORS = (
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#bcbd22",
+    "#17becf",
+    "#393b79",
+    "#637939",
+    "#8c6d31",
+    "#843c39",
+    "#7b4173",
+)
+
+
+_palette: dict[str, str] = {}
+"""Colours of the labels COLORS does not know, for the chart being drawn."""
+
+
+def _color(label: str) -> str:
+    """One colour per label, the same in every panel of a chart."""
+    return COLORS.get(label) or _palette.get(label) or _EXTRA_COLORS[0]
+
+
+def _assign_colors(document: Row) -> None:
+    """Give every label of the document without a colour of its own one from a
+    fixed palette, in name order: distinct within the chart."""
+    labels = sorted({_label(run) for run in document["runs"]} - set(COLORS))
+    _palette.clear()
+    _palette.update(
+        {label: _EXTRA_COLORS[i % len(_EXTRA_COLORS)] for i, label in enumerate(labels)}
+    )
+
+
+def _server_label(server: Row) -> str:
+    """A server configuration for a panel title: its title up to any explanation."""
+    return str(server["title"]).split(" (")[0]
+
+
+def _memory_line(document: Row) -> str | None:
+    for server in servers(document):
+        index = _Index(_rows_of(document, server["name"]))
+        memory = [r for r in index.of("memory") if _ok(r) and "rss_per_waiter_bytes" in r["extra"]]
+        if memory:
+            extra = memory[0]["extra"]
+            return (
+                f"Memory [{_server_label(server)}]: {memory[0]['contenders']:,} waiters on one "
+                f"aiocoord Mutex: {extra['rss_per_waiter_bytes'] / 1024:,.1f} KiB RSS per waiter, "
+                f"{extra['queue_s']:.1f} s to queue, "
+                f"{extra['server_watches_per_waiter']:.2f} server watches per waiter"
+            )
+    return None
+
+
+def _panel_value(scenario: str) -> tuple[Callable[[Row], float], bool]:
+    """What a panel compares, and whether more is better."""
+    kind = LATENCY_MEASURED.get(scenario)
+    if kind is None:
+        return (lambda row: float(row["rate"])), True
+    return (lambda row: float(row["latency_ms"].get(kind, {}).get("p50", math.nan))), False
+
+
+def _ratio_panel(
+    index: _Index, scenario: str, where: str, ratios: list[float]
+) -> Callable[[Any], None]:
+    """A panel drawer for ``scenario``: ratios to the best peer (collected into
+    ``ratios`` now, so that every ratio panel gets the same axis)."""
+    value, higher_is_better = _panel_value(scenario)
+    peers = set(index.peers(scenario))
+    levels = sorted({r["contenders"] for r in index.of(scenario)})
+    best: dict[int, float] = {}
+    for level in levels:
+        values = [
+            v
+            for label in peers
+            if _ok(row := index.get(scenario, label, level))
+            and (v := value(row)) > 0
+            and math.isfinite(v)
+        ]
+        if values:
+            best[level] = max(values) if higher_is_better else min(values)
+    bars: list[tuple[float, float, str, float | None, Row]] = []
+    for position, width, label, row in _slots(index, scenario):
+        number = value(row) if _ok(row) else None
+        if number is not None and (not math.isfinite(number) or number <= 0):
+            number = None
+        if best and number is not None:
+            number = number / best[row["contenders"]] if row["contenders"] in best else None
+            if number is not None:
+                ratios.append(number)
+        bars.append((position, width, label, number, row))
+
+    def draw(ax: Any) -> None:
+        direction = "higher is faster" if higher_is_better else "lower is faster"
+        if best:
+            ax.set_title(f"{PANEL_TITLES[scenario]} ÷ best peer's ({direction})\n[{where}]")
+            ax.set_ylabel("÷ best peer (log)")
+            ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+        else:
+            unit = "ms" if not higher_is_better else UNITS.get(scenario, "")
+            ax.set_title(f"{PANEL_TITLES[scenario]} (no peer: {unit})\n[{where}]")
+            ax.set_ylabel(unit)
+            tallest = max((b[3] for b in bars if b[3] is not None), default=1.0)
+            ax.set_ylim(0, tallest * 1.2)
+        for position, width, label, number, row in bars:
+            if number is None:
+                mark = "✗" if not _ok(row) else "-"
+                ax.text(position, 1.0, mark, ha="center", va="bottom", color="red", fontsize=12)
+                continue
+            ax.bar(position, number, width, color=_color(label), label=label)
+            text = f"{number:.2f}" if best else _rate(number)
+            ax.text(position, number, text, ha="center", va="bottom", fontsize=7, rotation=90)
+        if best:
+            ax.set_yscale("log")
+        _legend_once(ax)
+        ax.set_xticks(range(len(levels)), [f"{n} contender{'s' if n > 1 else ''}" for n in levels])
+        ax.grid(axis="y", alpha=0.3, which="both")
+
+    return draw
 
 
 def _labels(index: _Index, scenario: str) -> list[str]:
@@ -1014,29 +1200,10 @@ def _slots(index: _Index, scenario: str) -> list[tuple[float, float, str, Row]]:
     return slots
 
 
-def _grouped(
-    ax: Any, index: _Index, scenario: str, value: Callable[[Row], float], title: str
-) -> None:
-    rows = index.of(scenario)
-    ax.set_title(title)
-    if not rows:
-        ax.text(0.5, 0.5, "not measured", ha="center", transform=ax.transAxes)
-        return
-    levels = sorted({r["contenders"] for r in rows})
-    for position, width, label, row in _slots(index, scenario):
-        if _ok(row):
-            ax.bar(position, value(row), width, color=COLORS.get(label), label=label)
-        else:
-            ax.text(position, 0, "✗", ha="center", va="bottom", color="red", fontsize=14)
-    _legend_once(ax)
-    ax.set_xticks(range(len(levels)), [f"{n} contender{'s' if n > 1 else ''}" for n in levels])
-    ax.grid(axis="y", alpha=0.3)
-
-
 def _percentile_bars(ax: Any, index: _Index, scenario: str, kind: str, title: str) -> None:
     """p99 as bars, p50 as black ticks on them, log scale."""
     rows = index.of(scenario)
-    ax.set_title(title + ": bars p99, ticks p50")
+    ax.set_title(title.replace("\n", ": bars p99, ticks p50\n", 1))
     if not rows:
         ax.text(0.5, 0.5, "not measured", ha="center", transform=ax.transAxes)
         return
@@ -1045,32 +1212,12 @@ def _percentile_bars(ax: Any, index: _Index, scenario: str, kind: str, title: st
         p99, p50 = _latency(row, kind, "p99"), _latency(row, kind, "p50")
         if p99 is None or p50 is None:
             continue
-        ax.bar(position, p99, width, color=COLORS.get(label), label=label)
+        ax.bar(position, p99, width, color=_color(label), label=label)
         ax.plot([position - width / 2, position + width / 2], [p50, p50], color="black")
     ax.set_yscale("log")
     _legend_once(ax)
     ax.set_xticks(range(len(levels)), [f"{n} contender{'s' if n > 1 else ''}" for n in levels])
     ax.grid(axis="y", alpha=0.3, which="both")
-
-
-def _round_trips(ax: Any, index: _Index) -> None:
-    ax.set_title("Single round trips (ms): get and set, p50 and p99")
-    labels = _labels(index, "latency")
-    if not labels:
-        ax.text(0.5, 0.5, "not measured", ha="center", transform=ax.transAxes)
-        return
-    series = [("get", "p50"), ("get", "p99"), ("set", "p50"), ("set", "p99")]
-    width = 0.8 / len(labels)
-    for i, label in enumerate(labels):
-        row = index.get("latency", label, 1)
-        for x, (kind, point) in enumerate(series):
-            value = _latency(row, kind, point)
-            if value is not None:
-                position = x - 0.4 + width * (i + 0.5)
-                ax.bar(position, value, width, color=COLORS.get(label), label=label)
-    _legend_once(ax)
-    ax.set_xticks(range(len(series)), [f"{kind} {point}" for kind, point in series])
-    ax.grid(axis="y", alpha=0.3)
 
 
 def _legend_once(ax: Any) -> None:
