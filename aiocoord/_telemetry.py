@@ -57,6 +57,7 @@ __all__ = [
     "session_state",
     "span",
     "start_hold",
+    "times_requests",
     "track_cache",
     "track_session",
 ]
@@ -107,14 +108,23 @@ class Telemetry:
     exact, but one time series per path, which a service with many lock paths
     may not want. Spans carry the path either way. Paths are the client's
     (within its namespace).
+
+    ``request_metrics=True`` times every ZooKeeper request the client sends
+    (``aiocoord.request.duration``, by operation and outcome). Off by default:
+    with an SDK each request's measurement costs about what a span does, a
+    lock grant makes three requests, and the recipes' own histograms already
+    time what their callers wait for (docs/observability.md, "What it costs").
     """
 
     paths: bool = False
     names: Mapping[str, str] = field(default_factory=dict)
+    request_metrics: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.paths, bool):
             raise ArgumentTypeError("paths", "a bool", self.paths)
+        if not isinstance(self.request_metrics, bool):
+            raise ArgumentTypeError("request_metrics", "a bool", self.request_metrics)
         if not isinstance(self.names, Mapping):
             raise ArgumentTypeError("names", "a mapping of path prefix to name", self.names)
         names: dict[str, str] = {}
@@ -614,8 +624,15 @@ def add(name: str, amount: int, attributes: Mapping[str, Any] | None = None) -> 
 _REQUEST_ATTRIBUTES: dict[tuple[int, bool], dict[str, str]] = {}
 
 
+def times_requests(settings: Telemetry | None) -> bool:
+    """Whether a client with these settings times its requests for :func:`request_done`
+    (``Telemetry(request_metrics=True)`` and the API installed)."""
+    return AVAILABLE and settings is not None and settings.request_metrics
+
+
 def request_done(opcode: int, operation: Callable[[int], str], ok: bool, seconds: float) -> None:
-    """One request's reply came back after ``seconds``."""
+    """One request's reply came back after ``seconds`` (called only by a client that
+    :func:`times_requests`)."""
     if not _metering():
         return
     key = (opcode, ok)

@@ -4,8 +4,9 @@ The application, not the library, configures the OpenTelemetry SDK: here a
 MeterProvider whose reader is the Prometheus exporter, served on its own port
 (``prometheus_client``'s HTTP server), the way a service exposes ``/metrics``.
 aiocoord records into the global provider from then on: the counter's adds
-(time, outcome, batches shared), the session's requests by operation, the
-outstanding requests and watches. Nothing in the web service changes.
+(time, outcome, batches shared), the session's requests by operation (asked
+for with ``Telemetry(request_metrics=True)``), the outstanding requests and
+watches. Nothing in the web service changes.
 
 Needs the ``otel-example`` extra (``pip install 'aiocoord[otel-example]'``:
 the OpenTelemetry SDK and ``opentelemetry-exporter-prometheus``).
@@ -69,7 +70,11 @@ async def main() -> None:
         if not hosts:
             hosts = (await stack.enter_async_context(ZooKeeperServer())).connect_string
         namespace = f"/aiocoord-web-otel-{os.getpid()}"
-        telemetry = aiocoord.Telemetry(names={web_counter.COUNTER_PATH: "hits"})
+        # request_metrics=True: also time every ZooKeeper request, by operation
+        # (off by default: one measurement per request).
+        telemetry = aiocoord.Telemetry(
+            names={web_counter.COUNTER_PATH: "hits"}, request_metrics=True
+        )
         url = await stack.enter_async_context(
             web_counter.serving(hosts, namespace, telemetry=telemetry)
         )

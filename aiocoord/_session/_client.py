@@ -589,8 +589,9 @@ def connect(
     - ``max_data_size``: the server's ``jute.maxbuffer`` (default ZooKeeper's).
     - ``ssl_context``: connect with TLS (to a ``secureClientPort``).
     - ``error_policy``: which states count as losing a lock or leadership.
-    - ``telemetry``: how recipes label their OpenTelemetry metrics (names, paths);
-      see docs/observability.md. Spans and metrics need the ``otel`` extra and an
+    - ``telemetry``: how recipes label their OpenTelemetry metrics (names, paths),
+      and whether requests are timed (``request_metrics``); see
+      docs/observability.md. Spans and metrics need the ``otel`` extra and an
       application that configures an SDK.
     """
     return Client(

@@ -83,12 +83,14 @@ class _ProtocolViolation(Exception):
 class _Pending:
     __slots__ = ("future", "hook", "op", "sent_at")
 
-    def __init__(self, op: _zk.Op, future: asyncio.Future[Any], hook: ReplyHook | None):
+    def __init__(
+        self, op: _zk.Op, future: asyncio.Future[Any], hook: ReplyHook | None, timed: bool
+    ):
         self.op = op
         self.future = future
         self.hook = hook
-        # For the request-latency histogram (0: telemetry is off, nothing to time).
-        self.sent_at = time.perf_counter() if _telemetry.AVAILABLE else 0.0
+        # For the request-latency histogram (0: not timed, nothing to record).
+        self.sent_at = time.perf_counter() if timed else 0.0
 
 
 class Connection(asyncio.Protocol):
@@ -99,8 +101,12 @@ class Connection(asyncio.Protocol):
         on_event: EventHandler,
         on_closed: ClosedHandler,
         max_request_size: int = _zk.JUTE_MAXBUFFER,
+        *,
+        timed: bool = False,
     ) -> None:
         self._loop = asyncio.get_running_loop()
+        self._timed = timed
+        """Time each request for ``aiocoord.request.duration`` (Telemetry(request_metrics=True))."""
         self._on_event = on_event
         self._on_closed = on_closed
         self._transport: asyncio.Transport | None = None
@@ -301,7 +307,7 @@ class Connection(asyncio.Protocol):
         self._send(frame)
         _mark_sent()
         future: asyncio.Future[Any] = self._loop.create_future()
-        self._pending[xid] = _Pending(op, future, hook)
+        self._pending[xid] = _Pending(op, future, hook, self._timed)
         return future
 
     def submit_all(self, ops: Sequence[_zk.Op]) -> list[asyncio.Future[Any]]:
@@ -324,7 +330,9 @@ class Connection(asyncio.Protocol):
         futures: list[asyncio.Future[Any]] = []
         for offset, op in enumerate(ops):
             future: asyncio.Future[Any] = self._loop.create_future()
-            self._pending[(first + offset - 1) % 0x7FFFFFFF + 1] = _Pending(op, future, None)
+            self._pending[(first + offset - 1) % 0x7FFFFFFF + 1] = _Pending(
+                op, future, None, self._timed
+            )
             futures.append(future)
         return futures
 
@@ -395,9 +403,11 @@ async def open_connection(
     on_event: EventHandler,
     on_closed: ClosedHandler,
     ssl_context: ssl.SSLContext | None,
+    *,
+    timed: bool = False,
 ) -> Connection:
     loop = asyncio.get_running_loop()
     _transport, protocol = await loop.create_connection(
-        lambda: Connection(on_event, on_closed), host, port, ssl=ssl_context
+        lambda: Connection(on_event, on_closed, timed=timed), host, port, ssl=ssl_context
     )
     return protocol

@@ -117,6 +117,7 @@ class SessionEngine:
         self._auth = settings.credentials
         self._allow_read_only = settings.read_only
         self._ssl = settings.ssl_context
+        self._timed = _telemetry.times_requests(settings.telemetry)
         self._requests = requests
         self._watches = watches
 
@@ -384,7 +385,7 @@ class SessionEngine:
         try:
             async with asyncio.timeout(timeout):
                 conn = await open_connection(
-                    host, port, self._on_event_frame, self._suspend, self._ssl
+                    host, port, self._on_event_frame, self._suspend, self._ssl, timed=self._timed
                 )
                 reply = await conn.send_connect(
                     self._last_zxid,

@@ -244,7 +244,7 @@ async def test_queue_counter_barrier_and_cache_spans(
 async def test_nothing_is_emitted_for_a_recipe_the_user_did_not_use(
     otel: Otel, traced: Any, zookeeper: ZooKeeperTarget
 ) -> None:
-    async with traced() as client:
+    async with traced(telemetry=Telemetry(paths=True, request_metrics=True)) as client:
         await client.create("/plain", b"x")
         await client.get("/plain")
         semaphore = aiocoord.Semaphore(client, "/sem", 2)
@@ -263,6 +263,34 @@ async def test_nothing_is_emitted_for_a_recipe_the_user_did_not_use(
     assert {a["aiocoord.recipe"] for a in mine} == {"semaphore"}
     operations = {a["aiocoord.operation"] for a, _ in otel.points("aiocoord.request.duration")}
     assert {"create", "get_data"} <= operations
+
+
+async def test_request_latency_is_recorded_only_when_asked_for(otel: Otel, traced: Any) -> None:
+    def requests(operation: str, outcome: str = "ok") -> int:
+        points = otel.points(
+            "aiocoord.request.duration", aiocoord_operation=operation, aiocoord_outcome=outcome
+        )
+        return sum(point.count for _, point in points)
+
+    def counts() -> tuple[int, int, int]:
+        return requests("create"), requests("get_data"), requests("exists", "error")
+
+    async with traced() as client:  # the default: request_metrics=False
+        before = counts()
+        await client.create("/r", b"x")
+        await client.get("/r")
+        await client.exists("/nothing-here")
+        assert counts() == before
+        async with aiocoord.Mutex(client, "/lock"):
+            pass
+        # The recipes' own instruments do not depend on it.
+        assert otel.points("aiocoord.lock.hold.duration")
+    async with traced(telemetry=Telemetry(paths=True, request_metrics=True)) as client:
+        await client.get("/r")
+        await client.get("/r")
+        # A missing node is an error reply: the outcome is the server's answer.
+        await client.exists("/nothing-here")
+    assert counts() == (before[0], before[1] + 2, before[2] + 1)
 
 
 async def test_metrics_carry_a_name_and_no_path_by_default(

@@ -28,7 +28,13 @@ def test_metrics_carry_the_kind_and_name_and_the_path_only_on_request() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"paths": 1}, {"names": ["/a"]}, {"names": {"/a": 1}}, {"names": {"a": "x"}}],
+    [
+        {"paths": 1},
+        {"names": ["/a"]},
+        {"names": {"/a": 1}},
+        {"names": {"a": "x"}},
+        {"request_metrics": "yes"},
+    ],
 )
 def test_bad_settings_are_refused(kwargs: dict[str, object]) -> None:
     with pytest.raises((aiocoord.ArgumentTypeError, aiocoord.InvalidPathError)):
@@ -39,6 +45,7 @@ def test_a_client_refuses_anything_but_telemetry_settings() -> None:
     with pytest.raises(aiocoord.ArgumentTypeError):
         aiocoord.connect("127.0.0.1:1", telemetry={"paths": True})  # type: ignore[arg-type]
     assert aiocoord.connect("127.0.0.1:1").telemetry == Telemetry()
+    assert not Telemetry().request_metrics  # opt-in: a measurement per request
 
 
 def test_without_the_api_every_entry_point_does_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
