@@ -7,7 +7,9 @@ set-ups, to measure what the OpenTelemetry instrumentation costs (docs/observabi
   default): spans and instruments are the API's no-ops;
 - ``sdk``: the SDK configured, every span exported synchronously to an
   in-memory exporter (SimpleSpanProcessor, emptied every second) and every
-  metric aggregated for an in-memory reader (collected every second).
+  metric aggregated for an in-memory reader (collected every second);
+- ``sdk-requests``: the same, with clients that also time every request
+  (``Telemetry(request_metrics=True)``, off by default).
 
 The variant must be known before aiocoord is imported, so it is read from the
 command line first.
@@ -18,13 +20,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import resource
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-NO_OTEL, API, SDK = "no-otel", "api", "sdk"
-VARIANTS = (NO_OTEL, API, SDK)
+NO_OTEL, API, SDK, SDK_REQUESTS = "no-otel", "api", "sdk", "sdk-requests"
+VARIANTS = (NO_OTEL, API, SDK, SDK_REQUESTS)
 LIBRARY = "aiocoord-telemetry"
 CONTENDERS = (1, 8)
 
@@ -44,7 +47,8 @@ def _variant(argv: list[str]) -> str:
 if _variant(sys.argv) == NO_OTEL:
     sys.meta_path.insert(0, _BlockOpenTelemetry())
 
-from aiocoord import _telemetry  # noqa: E402  (after the import hook)
+import aiocoord  # noqa: E402  (after the import hook)
+from aiocoord import _telemetry  # noqa: E402
 
 from . import aiocoord_runner  # noqa: E402
 from ._common import Offer, Result, RunArgs, main  # noqa: E402
@@ -61,6 +65,11 @@ async def _set_up(variant: str) -> AsyncIterator[Callable[[], dict[str, Any]]]:
     if variant == API:
         yield lambda: {}
         return
+    if variant == SDK_REQUESTS:
+        # Every client the aiocoord runner makes (it calls aiocoord.connect) times
+        # its requests: this process runs this one variant only.
+        timed = aiocoord.Telemetry(request_metrics=True)
+        aiocoord.connect = functools.partial(aiocoord.connect, telemetry=timed)
     from opentelemetry import metrics, trace
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
