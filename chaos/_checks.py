@@ -34,6 +34,7 @@ from ._layout import (
     SHARDED_UPPER,
     STRAY_CANCEL,
 )
+from ._leaders import check_fenced, check_handover
 from ._partitions import PARTITION_ITEMS, partition_fenced, partition_owned, store_resource
 
 __all__ = ["CHECKS", "Check", "Verdict", "run_checks"]
@@ -1348,6 +1349,16 @@ CHECKS: tuple[Check, ...] = (
         "partition.owned",
         "once the nemesis stopped every item has one owner, as its members believe",
         partition_owned,
+    ),
+    Check(
+        "leadership.fenced",
+        "at most one leader holds a valid fence: hand-overs, resigns and priority joins",
+        check_fenced,
+    ),
+    Check(
+        "leadership.handover",
+        "a live hand-over target leads next, when no fault intervened",
+        check_handover,
     ),
     Check(
         "orphans.none",

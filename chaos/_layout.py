@@ -25,6 +25,7 @@ __all__ = [
     "IDQUEUE",
     "LATCH",
     "LEADER",
+    "LEADERSHIP",
     "LEASE",
     "LEASE_TTL",
     "MULTI_A",
@@ -80,6 +81,8 @@ NODE_CACHED = f"{TREE}/a/0"
 CHILDREN_CACHED = f"{TREE}/b"
 """The node whose children every worker's ChildrenCache follows."""
 LATCH = f"{ROOT}/latch"
+LEADERSHIP = f"{ROOT}/leadership"
+"""An election with hand-overs, resigns and priority joins (``_leaders.py``)."""
 SEMMUTEX = f"{ROOT}/semmutex"
 MUTEX_LOCAL = f"{ROOT}/mutex-local"
 """A Mutex(local_handoff=MUTEX_LOCAL_BOUND) each worker's tasks share."""
@@ -117,6 +120,7 @@ ORPHAN_PATHS = (
     AQUEUE_TAKEN,
     QUEUE_TAKEN,
     LATCH,
+    LEADERSHIP,
     f"{SEMMUTEX}/leases",
     f"{SEMMUTEX}/locks",
     MULTI_A,

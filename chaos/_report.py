@@ -35,6 +35,7 @@ RECIPES = (
     "idqueue",
     "group",
     "discovery",
+    "leadership",
     "tree",
     "witness",
 )

@@ -296,6 +296,9 @@ class Worker:
         from ._partition_worker import Partitions  # it builds on this module
 
         self.partitions = Partitions(self)
+        from ._leaders import Leadership
+
+        self.leadership = Leadership(self)
 
     # --- plumbing ---------------------------------------------------------------------
 
@@ -1476,6 +1479,7 @@ class Worker:
             ("tree", self.tree_loop("tree", standard)),
             ("witness", self.witness_loop("witness", session)),
             *self.discovery.drivers(),
+            *self.leadership.drivers(self.clients),
         ]
 
     async def connect(self) -> None:
@@ -1499,6 +1503,7 @@ class Worker:
             self.members.append(member)
         await self.discovery.start()
         await self.partitions.start(self.clients)
+        await self.leadership.start(self.clients)
 
     async def fault(self, command: dict[str, Any]) -> None:
         """Expire a session or drop a connection of one of our clients, as asked."""

@@ -224,6 +224,27 @@ def workers_end(**problems: str) -> Record:
     return final("workers", count=2, problems=problems)
 
 
+def leadership_handover(next_leader: str) -> list[Record]:
+    """a (token 10) hands over to c, queued from 0.2 to the end; ``next_leader`` leads
+    next (token 12)."""
+    return [
+        *op("w2:1", "leadership", "participate", 0.2, 9.0, args={"participant": "c"}, t_leave=9.0),
+        *op(
+            "w0:1",
+            "leadership",
+            "term",
+            0.5,
+            1.5,
+            args={"participant": "a", "token": 10},
+            reason="handed over to 'c'",
+        ),
+        *op(
+            "w0:2", "leadership", "hand_over", 1.0, 1.5, args={"participant": "a"}, token=10, to="c"
+        ),
+        *op("w1:1", "leadership", "term", 2.0, 5.0, args={"participant": next_leader, "token": 12}),
+    ]
+
+
 # For each check: a history that breaks its invariant, and one that keeps it.
 BROKEN: dict[str, list[Record]] = {
     # A's begin, then B's, then A's end again: B wrote inside A's section.
@@ -555,6 +576,35 @@ BROKEN: dict[str, list[Record]] = {
         *op("w0:1", "discovery", "list", 1.0, 1.1, server=["a", "b"], cache=["a", "b", "a"]),
     ],
     "discovery.cache": [final("discovery-cache", worker="w0", server=["a", "b"], view=["a"])],
+    # b's term (token 12) began and wrote; then a's (token 10) write was applied.
+    "leadership.fenced": [
+        *op("w0:1", "leadership", "term", 0.5, 1.5, args={"participant": "a", "token": 10}),
+        *op("w1:1", "leadership", "term", 2.0, 5.0, args={"participant": "b", "token": 12}),
+        *op(
+            "w1:2",
+            "leadership",
+            "write",
+            2.5,
+            2.6,
+            args={"participant": "b"},
+            token=12,
+            fenced="applied",
+            zxid=0x20,
+        ),
+        *op(
+            "w0:2",
+            "leadership",
+            "write",
+            3.0,
+            3.1,
+            args={"participant": "a"},
+            token=10,
+            fenced="applied",
+            zxid=0x21,
+        ),
+    ],
+    # a handed over to c, which was queued and stayed, but b led next, with no fault.
+    "leadership.handover": leadership_handover("b"),
 }
 
 HELD: dict[str, list[Record]] = {
@@ -952,6 +1002,45 @@ HELD: dict[str, list[Record]] = {
         final("discovery-cache", worker="w0", server=["b"], view=["b"]),
     ],
     "discovery.cache": [final("discovery-cache", worker="w0", server=["a", "b"], view=["b", "a"])],
+    "leadership.fenced": [
+        *op("w0:1", "leadership", "term", 0.5, 1.5, args={"participant": "a", "token": 10}),
+        *op(
+            "w0:2",
+            "leadership",
+            "write",
+            1.0,
+            1.1,
+            args={"participant": "a"},
+            token=10,
+            fenced="applied",
+            zxid=0x20,
+        ),
+        *op("w1:1", "leadership", "term", 2.0, 5.0, args={"participant": "b", "token": 12}),
+        *op(
+            "w1:2",
+            "leadership",
+            "write",
+            2.5,
+            2.6,
+            args={"participant": "b"},
+            token=12,
+            fenced="applied",
+            zxid=0x21,
+        ),
+        # a's late write, sent once b led: refused.
+        *op(
+            "w0:3",
+            "leadership",
+            "write",
+            3.0,
+            3.1,
+            "fail",
+            args={"participant": "a"},
+            token=10,
+            fenced="refused",
+        ),
+    ],
+    "leadership.handover": leadership_handover("c"),
 }
 
 NAMES = [check.name for check in CHECKS]
