@@ -499,7 +499,7 @@ class _Spec:
 
 INSTRUMENTS: Final[dict[str, _Spec]] = {
     "aiocoord.lock.wait.duration": _Spec(
-        "histogram", "s", "How long an acquire waited (holders: locks, semaphores, leases)"
+        "histogram", "s", "How long an acquire waited (locks, semaphores, leases, leaders)"
     ),
     "aiocoord.lock.hold.duration": _Spec(
         "histogram", "s", "How long a hold lasted, from its grant to its release or loss"
@@ -536,6 +536,15 @@ INSTRUMENTS: Final[dict[str, _Spec]] = {
     ),
     "aiocoord.group.rejoins": _Spec(
         "counter", "{member}", "Group member nodes made again after they went"
+    ),
+    "aiocoord.leader.terms.held": _Spec(
+        "updown", "{term}", "Leadership terms the participants of this process hold now"
+    ),
+    "aiocoord.leader.changes": _Spec(
+        "counter", "{change}", "Leader changes seen by leader observe() streams and listeners"
+    ),
+    "aiocoord.leader.balance.handovers": _Spec(
+        "counter", "{term}", "Terms a LeaderElectionGroup handed over to spread leadership"
     ),
 }
 

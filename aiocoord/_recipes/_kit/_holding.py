@@ -91,6 +91,9 @@ class Hold:
         self._scopes: list[anyio.CancelScope] = []
         self.record: _telemetry.HoldRecord | None = None
         """The hold's span and timer, while telemetry is on (see :class:`LossMonitor`)."""
+        self.outcome: str | None = None
+        """How the hold ended, for its telemetry, when neither simply released nor
+        lost (a leader's ``resigned``, ``handed_over``); set before it ends."""
 
     def mark_lost(self, reason: str, *, warn: bool = True) -> None:
         """Record the loss (the first ``reason`` stays), wake waiters, cancel scopes.
@@ -194,7 +197,7 @@ class LossMonitor:
 
     def discard(self, hold: Hold) -> None:
         if hold.record is not None:
-            hold.record.end("lost" if hold.lost else "released")
+            hold.record.end(hold.outcome or ("lost" if hold.lost else "released"))
         self._holds.discard(hold)
         if not self._holds:
             self._client.remove_listener(self._on_state)

@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 
+from ... import _telemetry
 from ..._checks import check_seconds
 from ..._exceptions import (
     ArgumentTypeError,
@@ -43,7 +44,7 @@ from ..._session import Client, ErrorPolicy
 from ..._types import ACL
 from .._kit._args import generated_participant_id
 from ._common import Record, contenders, designated, leader_from
-from ._election import LeaderElection
+from ._election import LeaderElection, report_as
 
 __all__ = ["LeaderElectionGroup"]
 
@@ -97,6 +98,10 @@ class LeaderElectionGroup:
             for path in paths
         }
         """One election per path, in the order given."""
+        self._tags = {
+            path: report_as(election, "leader_election_group")  # the group's, as one recipe
+            for path, election in self.elections.items()
+        }
         self._balance = balance
         self._settle = check_seconds(settle, "settle")
         self._recount = check_seconds(recount, "recount")
@@ -252,3 +257,5 @@ class LeaderElectionGroup:
             log.info("leader group %r: no hand-over of %r: %s", self.participant_id, path, error)
             return
         self.handed_over += 1
+        metric = self._tags[path].metric_attributes
+        _telemetry.add("aiocoord.leader.balance.handovers", 1, metric)

@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 
+from ... import _telemetry
 from ..._checks import check_flag, check_timeout
 from ..._exceptions import (
     ArgumentTypeError,
@@ -30,10 +31,10 @@ from .._kit._holding import Hold, HoldContext
 from .._kit._participants import Participant
 from .._kit._waits import Deadline
 from ._common import give_up, gives_way, node_gone, settle, stop
-from ._observe import LeaderObserver, wait_next_leader
-from ._participant import Candidacy
+from ._observe import LeaderObserver, count_as
+from ._participant import TAKEN_OVER, Candidacy
 
-__all__ = ["LeaderElection"]
+__all__ = ["LeaderElection", "report_as"]
 
 log = logging.getLogger("aiocoord")
 
@@ -74,15 +75,18 @@ class _ElectionHolding:
             )
         election._busy = True
         self._stopping = False
-        try:
-            contender = await self._lead()
-        except BaseException:
-            election._busy = False
-            raise
-        # The grant rests on a reply from the session owning our node; with no
-        # await until the monitor has the hold, every later state counts.
-        hold = Hold()
-        election._monitor.add(hold, contender.session_id)
+        candidacy = election._candidacy
+        with candidacy.campaign() as op:
+            try:
+                contender, position, gave_way = await self._lead()
+            except BaseException:
+                election._busy = False
+                raise
+            # The grant rests on a reply from the session owning our node; with no
+            # await until the monitor has the hold, every later state counts.
+            hold = Hold()
+            candidacy.start_term(hold, contender)
+            candidacy.elected(op, contender, position, gave_way)
         node = contender.node
         assert node is not None
         self._contender = contender
@@ -98,24 +102,30 @@ class _ElectionHolding:
             raise
         return election, hold
 
-    async def _lead(self) -> Contender:
+    async def _lead(self) -> tuple[Contender, int | None, int]:
         """Queue until our node heads the queue and the rule says we lead (see
         ``_common``: a hand-over or a higher priority may make us give way and
-        queue again, behind the one that is to lead)."""
+        queue again, behind the one that is to lead). The contender, how many
+        stood ahead at the first look, and how often we gave way (telemetry)."""
         election = self._election
         deadline = Deadline(self._timeout)
+        position: int | None = None
+        gave_way = 0
         while True:
             contender = election._new_contender()
             if not await contender.acquire(timeout=deadline.remaining()):
                 raise OperationTimeoutError(
                     f"did not become leader of {election.path!r} within {self._timeout} s"
                 )
+            if position is None:
+                position = contender.position
             try:
                 if not await self._gives_way(contender):
-                    return contender
+                    return contender, position, gave_way
             except BaseException:
                 await contender.release()
                 raise
+            gave_way += 1
             await contender.release()
 
     async def _gives_way(self, contender: Contender) -> bool:
@@ -154,7 +164,7 @@ class _ElectionHolding:
         if found is None or term is None or term.hold is not hold or hold.lost:
             return
         to, reason = found
-        election._end_term(term, reason, to)
+        election._end_term(term, reason, to, TAKEN_OVER)
 
     async def end_hold(self, hold: Hold, *, completed: bool) -> None:
         election = self._election
@@ -168,7 +178,7 @@ class _ElectionHolding:
             # monitor lets go, and the watcher is told to stop first and reaped
             # after the delete, which goes out without waiting for it (the next
             # leader waits on that).
-            election._monitor.discard(hold)
+            election._candidacy.end_term(hold)
             watcher, self._watcher = self._watcher, None
             if watcher is not None:
                 watcher.cancel()
@@ -254,6 +264,7 @@ class LeaderElection:
             path,
             lock_name=LOCK_NAME,
             what="leader election",
+            kind="leader_election",
             participant_id=participant_id,
             error_policy=error_policy,
             acl=acl,
@@ -267,11 +278,11 @@ class LeaderElection:
         """This participant's priority (None: the lowest)."""
         self._client = client
         self.path = path
-        self._monitor = candidacy.monitor
         self._term: _Term | None = None
         self._busy = False
         self._leave = False
         self._observer = LeaderObserver(client, path)
+        count_as(self._observer, candidacy.tags)  # its listeners' changes count as ours
 
     def _new_contender(self) -> Contender:
         # As the Mutex: once the last node ahead is gone we lead, without
@@ -405,7 +416,9 @@ class LeaderElection:
         """Inside a term: advertise ``data`` without ending the term, as
         :meth:`LeaderLatch.proclaim` (LeadershipLostError once the term is lost,
         NotOwnerError outside a term). The proclaimed data lasts for this term."""
-        await self._candidacy.proclaim(self._current_term().node, data)
+        with self._candidacy.span("aiocoord.leader.proclaim") as op:
+            await self._candidacy.proclaim(self._current_term().node, data)
+            op.outcome("proclaimed")
 
     async def wait_lost(self) -> None:
         """Inside a term: wait until its leadership is lost (NotOwnerError outside one).
@@ -427,10 +440,14 @@ class LeaderElection:
         """Stop calling ``callback``; one that is not registered is ignored."""
         self._observer.remove_listener(callback)
 
-    def _end_term(self, term: _Term, reason: str, to: str | None) -> asyncio.Future[None]:
+    def _end_term(
+        self, term: _Term, reason: str, to: str | None, outcome: str
+    ) -> asyncio.Future[None]:
         """End the term on purpose: leadership is dropped now (the block is
-        cancelled through the loss path), the node goes once the block is over."""
+        cancelled through the loss path), the node goes once the block is over.
+        ``outcome``: how its hold ends, for telemetry."""
         if term.given_up is None:
+            self._candidacy.ending(term.hold, reason, outcome)
             term.giving_up, term.to = True, to
             term.given_up = asyncio.get_running_loop().create_future()
             term.hold.mark_lost(reason, warn=False)
@@ -448,9 +465,13 @@ class LeaderElection:
         (with ``cancel_on_loss``), the call is cancelled with the block.
         """
         check_flag(requeue, "requeue", path=self.path)
-        term = self._current_term()
-        self._leave = not requeue
-        await settle(self._end_term(term, "resigned", None))
+        with self._candidacy.span("aiocoord.leader.resign") as op:
+            term = self._current_term()
+            op.set("aiocoord.fencing_token", term.czxid)
+            self._leave = not requeue
+            ending = self._end_term(term, "resigned", None, "resigned")
+            op.outcome("resigned")  # done, even if the term's own block is cancelled now
+            await settle(ending)
 
     async def hand_over(self, *, to: str, timeout: float | None = None, wait: bool = True) -> None:
         """Inside a term: pass leadership to participant ``to`` (an id), who leads next.
@@ -475,11 +496,23 @@ class LeaderElection:
         """
         timeout = check_timeout(timeout, path=self.path)
         check_flag(wait, "wait", path=self.path)
-        node = self._current_term().node
-        target = await self._candidacy.hand_over_target(node, to)
-        term = self._current_term()  # still ours after the read?
-        if term.node != node:
-            raise NotOwnerError(f"{self.path!r}: the term ended while handing over")
-        await settle(self._end_term(term, f"handed over to {to!r}", target))
-        if wait:
-            await wait_next_leader(self._client, self.path, timeout)
+        with self._candidacy.hand_over_span(to) as op:
+            node = self._current_term().node
+            target = await self._candidacy.hand_over_target(node, to)
+            term = self._current_term()  # still ours after the read?
+            if term.node != node:
+                raise NotOwnerError(f"{self.path!r}: the term ended while handing over")
+            op.set("aiocoord.fencing_token", term.czxid)
+            ending = self._end_term(term, f"handed over to {to!r}", target, "handed_over")
+            op.outcome("handed_over")
+            await settle(ending)
+            if wait:
+                await self._candidacy.next_leader(op, timeout)
+
+
+def report_as(election: LeaderElection, kind: str) -> _telemetry.Tags:
+    """Report ``election``'s telemetry as recipe ``kind`` (a LeaderElectionGroup's
+    elections report as the group); its tags from now on."""
+    tags = election._candidacy.relabel(kind)
+    count_as(election._observer, tags)
+    return tags

@@ -30,8 +30,7 @@ from .._kit._lifecycle import Lifecycle, Phase
 from .._kit._participants import Participant
 from .._kit._waits import Deadline
 from ._common import LATCH_NAME, end_term, gives_way, node_gone, settle, stop
-from ._observe import wait_next_leader
-from ._participant import Candidacy
+from ._participant import TAKEN_OVER, Candidacy
 
 __all__ = ["LATCH_NAME", "LeaderLatch"]
 
@@ -106,6 +105,7 @@ class LeaderLatch:
             path,
             lock_name=LATCH_NAME,
             what="leader latch",
+            kind="leader_latch",
             participant_id=participant_id,
             error_policy=error_policy,
             acl=acl,
@@ -118,7 +118,6 @@ class LeaderLatch:
         """This participant's priority (None: the lowest)."""
         self._client = client
         self.path = path
-        self._monitor = candidacy.monitor
         self._life = Lifecycle(f"leader latch {path!r}", self._open, self._shut)
         self._leader = False
         self._lost = asyncio.Event()
@@ -172,7 +171,7 @@ class LeaderLatch:
         try:
             await contender.queue()
             self._task = self._client.start_background(
-                self._follow(contender), name=f"aiocoord-leader-latch {self.path}"
+                self._follow(), name=f"aiocoord-leader-latch {self.path}"
             )
         except BaseException:  # an error, the client closing, or a cancellation
             if self._contender is contender:
@@ -198,8 +197,54 @@ class LeaderLatch:
 
     # --- the background task ------------------------------------------------------------
 
-    async def _follow(self, contender: Contender) -> None:
+    async def _follow(self) -> None:
         try:
+            while True:
+                term = await self._campaign()
+                try:
+                    if not term.lost:
+                        self._term = term
+                        self._set_leader(True)
+                        await self._until_lost(term)
+                        log.info("leader latch %r: leadership lost: %s", self.path, term.reason)
+                finally:
+                    self._candidacy.end_term(term)
+                    self._term = None
+                    if not term.lost:  # cancelled: the latch or its client is closing
+                        term.mark_lost("the latch was closed", warn=False)
+                    self._set_leader(False)
+                if term.ending is not None:
+                    # Ended on purpose: our node is being given up; queue again
+                    # behind the others once it is gone (or stay out).
+                    await settle(term.ending)
+                    await term.contender.abandon()
+                    if not term.requeue:
+                        await asyncio.Event().wait()  # out of the election until closed
+                # Else the same node: read the queue again (once reconnected), which
+                # also tells whether the node survived.
+        except asyncio.CancelledError:
+            if not self._life.closed:  # the client is closing
+                self._set_leader(False)
+                self._end(ClientClosedError(f"leader latch {self.path!r}: the client was closed"))
+            raise
+        except BaseException as error:
+            self._set_leader(False)
+            leftover, self._contender = self._contender, None
+            if leftover is not None:
+                await leftover.abandon()  # leave the queue before telling anyone
+            self._end(error)
+            raise  # logged by the client's background runner
+
+    async def _campaign(self) -> _LatchTerm:
+        """Wait until our node leads (queueing again whenever it must): the new
+        term, already watched (it may be lost at once). One
+        ``aiocoord.leader.campaign`` span, a root one: the latch's task runs
+        for no caller."""
+        contender = self._contender
+        assert contender is not None
+        position: int | None = None
+        gave_way = 0
+        with self._candidacy.campaign() as op:
             while True:
                 # An anyio scope in a step below (a timeout, a term's) can take a
                 # close's cancellation for its own: never take another turn then.
@@ -218,6 +263,8 @@ class LeaderLatch:
                 except ConnectionLossError as error:
                     await self._wait_for_zookeeper(error)
                     continue  # same node: read the queue again
+                if position is None:
+                    position = contender.position
                 if not leads:
                     # Our node went with the session or was deleted: queue again, at the back.
                     await contender.abandon()
@@ -238,6 +285,7 @@ class LeaderLatch:
                 if way:
                     # A hand-over names another participant, or one of a higher
                     # priority waits: we never lead; queue again, behind it.
+                    gave_way += 1
                     await contender.release()
                     await contender.abandon()
                     continue
@@ -246,40 +294,9 @@ class LeaderLatch:
                 # The decision rests on a reply from the session owning our node; with
                 # no await until the monitor has the term, every later state counts.
                 term = _LatchTerm(contender, lambda: self._set_leader(False))
-                self._monitor.add(term, contender.session_id)
-                try:
-                    if not term.lost:
-                        self._term = term
-                        self._set_leader(True)
-                        await self._until_lost(term)
-                        log.info("leader latch %r: leadership lost: %s", self.path, term.reason)
-                finally:
-                    self._monitor.discard(term)
-                    self._term = None
-                    if not term.lost:  # cancelled: the latch or its client is closing
-                        term.mark_lost("the latch was closed", warn=False)
-                    self._set_leader(False)
-                if term.ending is not None:
-                    # Ended on purpose: our node is being given up; queue again
-                    # behind the others once it is gone (or stay out).
-                    await settle(term.ending)
-                    await contender.abandon()
-                    if not term.requeue:
-                        await asyncio.Event().wait()  # out of the election until closed
-                # Else the same node: read the queue again (once reconnected), which
-                # also tells whether the node survived.
-        except asyncio.CancelledError:
-            if not self._life.closed:  # the client is closing
-                self._set_leader(False)
-                self._end(ClientClosedError(f"leader latch {self.path!r}: the client was closed"))
-            raise
-        except BaseException as error:
-            self._set_leader(False)
-            leftover, self._contender = self._contender, None
-            if leftover is not None:
-                await leftover.abandon()  # leave the queue before telling anyone
-            self._end(error)
-            raise  # logged by the client's background runner
+                self._candidacy.start_term(term, contender)
+                self._candidacy.elected(op, contender, position, gave_way)
+                return term
 
     async def _until_lost(self, term: _LatchTerm) -> None:
         contender = term.contender
@@ -303,12 +320,15 @@ class LeaderLatch:
         if found is None or term.lost:
             return
         to, reason = found
-        self._end_term(term, reason, to, requeue=True)
+        self._end_term(term, reason, to, requeue=True, outcome=TAKEN_OVER)
 
-    def _end_term(self, term: _LatchTerm, reason: str, to: str | None, *, requeue: bool) -> None:
+    def _end_term(
+        self, term: _LatchTerm, reason: str, to: str | None, *, requeue: bool, outcome: str
+    ) -> None:
         node = term.contender.node
         assert node is not None
         term.requeue = requeue
+        self._candidacy.ending(term, reason, outcome)
         term.ending = end_term(self._client, self.path, node, term, reason, to)
 
     async def _wait_for_zookeeper(self, error: BaseException) -> None:
@@ -481,7 +501,9 @@ class LeaderLatch:
         NotOwnerError when not leading. Our own node keeps holding our id,
         which is what Curator reads. The proclaimed data lasts for this term.
         """
-        await self._candidacy.proclaim(self._leader_node(), data)
+        with self._candidacy.span("aiocoord.leader.proclaim") as op:
+            await self._candidacy.proclaim(self._leader_node(), data)
+            op.outcome("proclaimed")
 
     async def resign(self, *, requeue: bool = True) -> None:
         """While leading: end the term now, and queue again at the back (or, with
@@ -492,11 +514,14 @@ class LeaderLatch:
         deleted, so the next participant leads. NotOwnerError when not leading.
         """
         check_flag(requeue, "requeue", path=self.path)
-        term = self._leading_term()
-        self._end_term(term, "resigned", None, requeue=requeue)
-        await settle(term.ending)
-        if not requeue:
-            await self.aclose()
+        with self._candidacy.span("aiocoord.leader.resign") as op:
+            term = self._leading_term()
+            op.set("aiocoord.fencing_token", term.contender.czxid)
+            self._end_term(term, "resigned", None, requeue=requeue, outcome="resigned")
+            op.outcome("resigned")
+            await settle(term.ending)
+            if not requeue:
+                await self.aclose()
 
     async def hand_over(self, *, to: str, timeout: float | None = None) -> None:
         """While leading: pass leadership to participant ``to`` (an id), who leads next.
@@ -516,11 +541,15 @@ class LeaderLatch:
         (its session ends) before the hand-over is under way.
         """
         timeout = check_timeout(timeout, path=self.path)
-        target = await self._candidacy.hand_over_target(self._leader_node(), to)
-        term = self._leading_term()  # still ours after the read?
-        self._end_term(term, f"handed over to {to!r}", target, requeue=True)
-        await settle(term.ending)
-        await wait_next_leader(self._client, self.path, timeout)
+        with self._candidacy.hand_over_span(to) as op:
+            target = await self._candidacy.hand_over_target(self._leader_node(), to)
+            term = self._leading_term()  # still ours after the read?
+            op.set("aiocoord.fencing_token", term.contender.czxid)
+            reason = f"handed over to {to!r}"
+            self._end_term(term, reason, target, requeue=True, outcome="handed_over")
+            op.outcome("handed_over")
+            await settle(term.ending)
+            await self._candidacy.next_leader(op, timeout)
 
 
 class _LatchHolding:

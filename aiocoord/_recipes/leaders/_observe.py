@@ -12,12 +12,14 @@ leader when it differs from the last one yielded.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import anyio
 
+from ... import _telemetry
 from ..._exceptions import (
     ClientClosedError,
     NoNodeError,
@@ -34,7 +36,7 @@ from .._kit._follow import follow_subtree
 from .._kit._participants import Participant
 from ._common import leader_from, read_queue
 
-__all__ = ["LeaderObserver", "observe", "read_leader", "wait_next_leader"]
+__all__ = ["LeaderObserver", "count_as", "observe", "read_leader", "wait_next_leader"]
 
 
 async def read_leader(client: Client, path: str) -> Participant | None:
@@ -60,10 +62,35 @@ async def read_leader(client: Client, path: str) -> Participant | None:
         )
 
 
-def observe(client: Client, path: str) -> ChangeStream[Participant | None]:
-    """The stream behind every ``observe()``: see :meth:`LeaderObserver.observe`."""
-    source = follow_subtree(client, path, functools.partial(read_leader, client, path))
+def observe(
+    client: Client, path: str, tags: _telemetry.Tags | None = None
+) -> ChangeStream[Participant | None]:
+    """The stream behind every ``observe()``: see :meth:`LeaderObserver.observe`.
+
+    With ``tags`` (a user's stream, not a hand-over's own wait) each change
+    after the first value counts in ``aiocoord.leader.changes``.
+    """
+    source: AsyncGenerator[Participant | None, None] = follow_subtree(
+        client, path, functools.partial(read_leader, client, path)
+    )
+    if tags is not None and _telemetry.AVAILABLE:
+        source = _counted(source, tags)
     return ChangeStream(source=source, name=f"leader of {path!r}")
+
+
+async def _counted(
+    source: AsyncGenerator[Participant | None, None], tags: _telemetry.Tags
+) -> AsyncGenerator[Participant | None, None]:
+    """``source``'s values, each after the first counted as a change (no span:
+    one per change would be noise)."""
+    first = True
+    async with contextlib.aclosing(source):
+        async for leader in source:
+            if not first:
+                outcome = "none" if leader is None else "leader"
+                _telemetry.add("aiocoord.leader.changes", 1, tags.metric_with_outcome(outcome))
+            first = False
+            yield leader
 
 
 class LeaderObserver:
@@ -80,6 +107,9 @@ class LeaderObserver:
         recipe_path(client, path, "leader observer")
         self._client = client
         self.path = path
+        self._tags = _telemetry.recipe_tags(
+            client.telemetry, "leader_observer", path, client.namespace
+        )
         self._listeners: Broadcast[Participant | None] = Broadcast(f"leader of {path!r}")
         self._follower: asyncio.Task[Any] | None = None
 
@@ -105,7 +135,7 @@ class LeaderObserver:
         Ends when the client closes; ``aclose()`` (or ``async with``) removes
         its watch.
         """
-        return observe(self._client, self.path)
+        return observe(self._client, self.path, self._tags)
 
     def add_listener(self, callback: Callable[[Participant | None], object]) -> None:
         """Call ``callback(leader)`` as :meth:`observe` yields, from a task of the
@@ -127,6 +157,12 @@ class LeaderObserver:
         async with self.observe() as changes:
             async for leader in changes:
                 self._listeners.publish(leader)
+
+
+def count_as(observer: LeaderObserver, tags: _telemetry.Tags) -> None:
+    """Count ``observer``'s changes under ``tags`` (a recipe's observer, for its
+    listeners, reports as that recipe)."""
+    observer._tags = tags
 
 
 async def wait_next_leader(client: Client, path: str, timeout: float | None) -> Participant:

@@ -1,20 +1,23 @@
 """What LeaderLatch and LeaderElection share, once: the constructor's checks,
 the queue they join, who is there and who leads, and what a leader does
 beyond leading (proclaim, its fence, the first half of a hand-over, the
-priority watch). Each recipe keeps what differs: what a term is, how one
-starts and how one ends."""
+priority watch), and its telemetry: the campaign span, the term as a hold
+(``aiocoord.leader.term``), the terms-held gauge. Each recipe keeps what
+differs: what a term is, how one starts and how one ends."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
+from ... import _telemetry
 from ..._checks import check_bytes, check_recipe_acl
-from ..._exceptions import LeadershipLostError
+from ..._exceptions import LeadershipLostError, OperationTimeoutError
 from ..._session import ChangeStream, Client, ErrorPolicy, Fence, Transaction
 from ..._types import ACL
 from .._kit._contenders import Contender, mutex_rule
-from .._kit._holding import LossMonitor
+from .._kit._holding import Hold, LossMonitor
 from .._kit._participants import Participant
 from ._common import (
     Record,
@@ -25,11 +28,14 @@ from ._common import (
     participants,
     priority_contender,
 )
-from ._observe import observe
+from ._observe import observe, wait_next_leader
 
-__all__ = ["Candidacy"]
+__all__ = ["TAKEN_OVER", "Candidacy"]
 
 log = logging.getLogger("aiocoord")
+
+TAKEN_OVER = "taken_over"
+"""A term's telemetry outcome when a participant of a higher priority took over."""
 
 
 class Candidacy:
@@ -45,6 +51,7 @@ class Candidacy:
         *,
         lock_name: str,
         what: str,
+        kind: str,
         participant_id: str | None,
         error_policy: ErrorPolicy | None,
         acl: Sequence[ACL] | None,
@@ -62,8 +69,93 @@ class Candidacy:
         self.what = what
         """The recipe's name in messages."""
         self.monitor = LossMonitor(
-            client, error_policy or client.error_policy, f"leadership of {path!r}"
+            client,
+            error_policy or client.error_policy,
+            f"leadership of {path!r}",
+            span_name="aiocoord.leader.term",
         )
+        self.tags = self.relabel(kind)
+        self._counted: set[Hold] = set()
+        """Terms counted in ``aiocoord.leader.terms.held`` (telemetry on)."""
+
+    # --- telemetry --------------------------------------------------------------------------
+
+    def relabel(self, kind: str) -> _telemetry.Tags:
+        """Report as recipe ``kind`` (a group's elections report as the group):
+        the tags of every span and metric from here on, and of each term's hold."""
+        client = self.client
+        tags = _telemetry.recipe_tags(client.telemetry, kind, self.path, client.namespace)
+        attributes = {**tags.span_attributes, "aiocoord.participant_id": self.participant_id}
+        self.tags = _telemetry.Tags(tags.kind, tags.path, attributes, tags.metric_attributes)
+        self.monitor.tags = self.tags
+        return self.tags
+
+    def span(self, name: str) -> _telemetry.SpanScope:
+        """A span of one leader operation (resign, hand-over, proclaim)."""
+        return _telemetry.span(name, self.tags)
+
+    @contextlib.contextmanager
+    def hand_over_span(self, to: object) -> Iterator[_telemetry.SpanScope]:
+        """The span of a hand-over to participant ``to``."""
+        with self.span("aiocoord.leader.hand_over") as scope:
+            if isinstance(to, str):  # a wrong type is refused inside the span
+                scope.set("aiocoord.target", to)
+            yield scope
+
+    async def next_leader(self, hand_over: _telemetry.SpanScope, timeout: float | None) -> None:
+        """After a hand-over: wait until somebody leads (see ``wait_next_leader``),
+        and say who on the hand-over's span."""
+        try:
+            leader = await wait_next_leader(self.client, self.path, timeout)
+        except OperationTimeoutError:
+            hand_over.outcome("timeout")
+            raise
+        hand_over.set("aiocoord.next_leader", leader.id)
+
+    def campaign(self) -> _telemetry.SpanScope:
+        """The span of waiting to lead: timed as a lock's wait, counted as queued."""
+        return _telemetry.span("aiocoord.leader.campaign", self.tags, duration=_telemetry.WAIT)
+
+    def elected(
+        self,
+        campaign: _telemetry.SpanScope,
+        contender: Contender,
+        position: int | None,
+        gave_way: int,
+    ) -> None:
+        """The campaign ends in a term: how it went, on its span."""
+        campaign.outcome("elected")
+        if campaign.recording:
+            if position is not None:
+                campaign.set("aiocoord.queue_position", position)
+            campaign.set("aiocoord.gave_way", gave_way)
+            campaign.set("aiocoord.fencing_token", contender.czxid)
+
+    def start_term(self, hold: Hold, contender: Contender) -> None:
+        """A term starts on ``contender``'s node: watched from now on (the caller has
+        not awaited since the decision), and timed and traced as a hold."""
+        self.monitor.add(hold, contender.session_id, token=contender.czxid)
+        if hold.record is not None:
+            self._counted.add(hold)
+            _telemetry.add("aiocoord.leader.terms.held", 1, self.tags.metric_attributes)
+
+    def end_term(self, hold: Hold) -> None:
+        """The term is over (given up or lost): no longer watched; its hold ends."""
+        self.monitor.discard(hold)
+        if hold in self._counted:
+            self._counted.discard(hold)
+            _telemetry.add("aiocoord.leader.terms.held", -1, self.tags.metric_attributes)
+
+    @staticmethod
+    def ending(hold: Hold, reason: str, outcome: str) -> None:
+        """Before a term is ended on purpose (``resigned``, ``handed_over``, or
+        :data:`TAKEN_OVER`): how its hold ends. A take-over is no choice of
+        this leader's: a loss, with its reason, for the lost-holds counter."""
+        if hold.lost:
+            return  # lost first: it ends as lost
+        hold.outcome = outcome
+        if outcome == TAKEN_OVER and hold.record is not None:
+            hold.record.lost(reason)
 
     def contender(self, *, last_blocker_shortcut: bool = True) -> Contender:
         """A node in the queue: Curator's node name with our tag and priority (see
@@ -93,7 +185,7 @@ class Candidacy:
         return found[0] if found else None
 
     def observe(self) -> ChangeStream[Participant | None]:
-        return observe(self.client, self.path)
+        return observe(self.client, self.path, self.tags)
 
     async def proclaim(self, node: str, data: bytes) -> None:
         """Write ``data`` to the election record as ``node``'s, guarded by ``node``."""
