@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import anyio
 
+from ... import _telemetry
 from ..._checks import check_timeout
 from ..._exceptions import ArgumentTypeError, InvalidArgumentError, NotOwnerError
 from ..._session import Fence
@@ -33,6 +34,13 @@ class Lockable(Protocol):
         """The calling task's proof of holding, for a transaction to require."""
 
 
+class _Taken(NamedTuple):
+    """One acquire() not yet released: the locks it took, and its hold's span."""
+
+    locks: list[Lockable]
+    record: _telemetry.HoldRecord | None
+
+
 class MultiLock:
     """Takes its locks in the given order and releases them in reverse.
 
@@ -51,7 +59,7 @@ class MultiLock:
         # its argument, in a traceback or a debugger) must not fail again.
         self._locks: list[Lockable] = []
         # Per task, one entry per acquire() not yet released.
-        self._taken: dict[asyncio.Task[Any] | None, list[list[Lockable]]] = {}
+        self._taken: dict[asyncio.Task[Any] | None, list[_Taken]] = {}
         if isinstance(locks, str | bytes) or not isinstance(locks, Sequence):
             raise ArgumentTypeError("locks", "a sequence of locks", locks)
         if not locks:
@@ -62,6 +70,14 @@ class MultiLock:
                     f"locks[{index}]", "a lock (with acquire, release and fence)", lock
                 )
         self._locks = list(locks)
+        # Spans only: the member locks report their own waits and holds, so a
+        # MultiLock adds no metric (it has no client, hence no Telemetry names).
+        # Its spans carry the member locks' paths, as given to them.
+        paths = [_name_of(lock) for lock in self._locks]
+        attributes: dict[str, Any] = {_telemetry.RECIPE: "multi_lock", "aiocoord.paths": paths}
+        self._tags = _telemetry.Tags(
+            "multi_lock", ",".join(paths), attributes, {_telemetry.RECIPE: "multi_lock"}
+        )
 
     @task_owned_acquire
     async def acquire(self, *, timeout: float | None = None) -> bool:
@@ -73,17 +89,22 @@ class MultiLock:
         acquiring_task("MultiLock")
         deadline = Deadline(timeout)
         taken: list[Lockable] = []
-        try:
-            for lock in self._locks:
-                if not await lock.acquire(timeout=deadline.remaining()):
-                    await _release_all(taken)
-                    return False
-                taken.append(lock)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await _release_all(taken, suppress=True)
-            raise
-        self._taken.setdefault(asyncio.current_task(), []).append(taken)
+        # The member locks' acquire spans nest under this one.
+        with _telemetry.span("aiocoord.multilock.acquire", self._tags) as op:
+            try:
+                for lock in self._locks:
+                    if not await lock.acquire(timeout=deadline.remaining()):
+                        await _release_all(taken)
+                        op.outcome("timeout")
+                        return False
+                    taken.append(lock)
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await _release_all(taken, suppress=True)
+                raise
+            op.outcome("acquired")
+        record = _telemetry.start_hold("aiocoord.multilock.hold", self._tags)
+        self._taken.setdefault(asyncio.current_task(), []).append(_Taken(taken, record))
         return True
 
     @task_owned_acquire
@@ -103,7 +124,11 @@ class MultiLock:
         taken = stack.pop()
         if not stack:
             del self._taken[task]
-        await _release_all(taken)
+        try:
+            await _release_all(taken.locks)
+        finally:
+            if taken.record is not None:
+                taken.record.end("released")
 
     @property
     def is_held(self) -> bool:
@@ -116,7 +141,7 @@ class MultiLock:
         stack = self._taken.get(asyncio.current_task())
         if not stack:
             raise NotOwnerError("this MultiLock is not held by the calling task")
-        return [lock.fence() for lock in stack[-1]]
+        return [lock.fence() for lock in stack[-1].locks]
 
     async def __aenter__(self) -> MultiLock:
         await self.acquire()
