@@ -252,9 +252,13 @@ class ServiceDiscovery:
             await run_cleanup(self._client, lambda: self._delete_all(owned))
 
     async def _delete_all(self, registrations: list[_Registration]) -> None:
+        """Unregister what a close leaves behind: one unregister span each."""
         for registration in registrations:
-            async with registration.lock:
-                await self._delete_if_ours(registration)
+            name = "aiocoord.discovery.unregister"
+            with self._span(name, registration.path, registration.instance) as op:
+                async with registration.lock:
+                    deleted = await self._delete_if_ours(registration)
+                op.outcome("unregistered" if deleted else "absent")
 
     async def _stop_keeper(self) -> None:
         self._reconnects.stop()
@@ -424,8 +428,9 @@ class ServiceDiscovery:
             except (NoNodeError, BadVersionError):
                 continue
 
-    async def _delete_if_ours(self, registration: _Registration) -> None:
-        """Delete the node if it is the one we made (our ephemeral, or our data)."""
+    async def _delete_if_ours(self, registration: _Registration) -> bool:
+        """Delete the node if it is the one we made (our ephemeral, or our data);
+        whether this deleted it."""
         client = self._client
         path = registration.path
         while True:
@@ -433,21 +438,21 @@ class ServiceDiscovery:
             try:
                 found, stat = await retry_on_connection_loss(client, lambda: client.get(path))
             except NoNodeError:
-                return
+                return False
             if client.session_id != session:
                 continue
             if registration.ephemeral:
                 if stat.ephemeral_owner != session:
-                    return
+                    return False
             elif stat.ephemeral_owner != 0 or found != registration.data:
-                return
+                return False
             try:
                 await retry_on_connection_loss(
                     client, functools.partial(client.delete, path, version=stat.version)
                 )
-                return
+                return True
             except NoNodeError:
-                return
+                return False
             except BadVersionError:
                 continue
 
