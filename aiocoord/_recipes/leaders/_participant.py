@@ -75,8 +75,9 @@ class Candidacy:
             span_name="aiocoord.leader.term",
         )
         self.tags = self.relabel(kind)
-        self._counted: set[Hold] = set()
-        """Terms counted in ``aiocoord.leader.terms.held`` (telemetry on)."""
+        self._counted: dict[Hold, dict[str, object]] = {}
+        """Terms counted in ``aiocoord.leader.terms.held`` (telemetry on), with the
+        attributes they were counted under."""
 
     # --- telemetry --------------------------------------------------------------------------
 
@@ -136,15 +137,15 @@ class Candidacy:
         not awaited since the decision), and timed and traced as a hold."""
         self.monitor.add(hold, contender.session_id, token=contender.czxid)
         if hold.record is not None:
-            self._counted.add(hold)
-            _telemetry.add("aiocoord.leader.terms.held", 1, self.tags.metric_attributes)
+            attributes = self._counted[hold] = self.tags.metric_attributes
+            _telemetry.add("aiocoord.leader.terms.held", 1, attributes)
 
     def end_term(self, hold: Hold) -> None:
         """The term is over (given up or lost): no longer watched; its hold ends."""
         self.monitor.discard(hold)
-        if hold in self._counted:
-            self._counted.discard(hold)
-            _telemetry.add("aiocoord.leader.terms.held", -1, self.tags.metric_attributes)
+        attributes = self._counted.pop(hold, None)
+        if attributes is not None:
+            _telemetry.add("aiocoord.leader.terms.held", -1, attributes)
 
     @staticmethod
     def ending(hold: Hold, reason: str, outcome: str) -> None:
