@@ -225,9 +225,13 @@ def combining_queue(counter: str) -> str:
     return _paths.join(counter, QUEUE_NAME)
 
 
+@functools.lru_cache(maxsize=4096)
 def _parse(name: str) -> tuple[int, Entry | None]:
     """(sequence number, the add in the name or None); (-1, None) for a name
-    no requester makes (ignored)."""
+    no requester makes (ignored).
+
+    Cached: a pending request's name comes back in the listing of every
+    request made after it until it is applied, and its name never changes."""
     head, tail = name[:-_DIGITS], name[-_DIGITS:]
     body = head[_MARKER_LENGTH:]
     if not (
