@@ -4,12 +4,21 @@ through every kind of fault on a 3-node ensemble, every invariant checked.
 It runs as a subprocess, as ``make chaos`` does (its own ensemble, workers and
 network namespace), and must end by itself: about 45 s. The long run (3 minutes)
 is ``make chaos``.
+
+Its ensemble is ZooKeeper 3.9 unless the developer named a server
+(``ZOOKEEPER_VERSION`` or ``ZOOKEEPER_HOME``). Debian 12's 3.8.0 has known
+faults in how a member that rejoins catches up (ZOOKEEPER-4646, -4785, the
+-3911 family): this schedule reaches them now and then, and the ensemble then
+loses or forks acknowledged writes, failing the recipes' checks for the
+server's fault (chaos/README.md, "When the server itself is wrong"). The rest
+of the suite still runs on 3.8; ``make chaos`` runs whichever server it is given.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -29,15 +38,21 @@ SEED = 5
 DURATION = 38
 WORKERS = 3
 RUN_BOUND = 180.0
+SERVER = "3.9"
+"""The ZooKeeper the run's ensemble uses when the developer named none (above)."""
 """The run bounds itself (duration + grace); this only guards the test."""
 
 
 async def test_a_short_chaos_run_holds_every_invariant(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "chaos", "--seed", str(SEED), "--duration", str(DURATION)]
     command += ["--workers", str(WORKERS), "--out", str(tmp_path)]
+    env = dict(os.environ)
+    if not env.get("ZOOKEEPER_VERSION") and not env.get("ZOOKEEPER_HOME"):
+        env["ZOOKEEPER_VERSION"] = SERVER
     proc = await asyncio.create_subprocess_exec(
         *command,
         cwd=REPO,
+        env=env,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
