@@ -12,8 +12,10 @@ reason it ended); the slot's own task, while it leads, writes the term's token
 to :data:`LEADERSHIP_STORE` in a ZooKeeper transaction guarded by the term's
 fence (``leadership write``), then hands over to a random other queued
 participant (``leadership hand_over``, by id), resigns (and queues again), or
-writes once more. Leaving, it resigns for good if it leads (``requeue=False``),
-else just stops queueing.
+writes once more; after half the hand-overs and resigns it writes once more
+under the ended term's fence (``late``), which the server must refuse.
+Leaving, it resigns for good if it leads (``requeue=False``), else just stops
+queueing.
 
 The invariants (registered in :data:`chaos._checks.CHECKS`):
 
@@ -22,7 +24,8 @@ The invariants (registered in :data:`chaos._checks.CHECKS`):
   zxids), carry tokens that never go down, each token is one term's (one
   participant's); and no write sent after a later term had begun (a term
   with a higher token, recorded as begun before the write was sent) was
-  applied: the server refused every write of a superseded term.
+  applied: the server refused every write of a superseded term; and no late
+  write (under the fence of a term its leader had ended) was applied.
 - ``leadership.handover``: a hand-over target that is live leads next: after a
   hand-over that ended its term as a hand-over, the next term (the lowest
   token above the handing-over term's) is the target's, unless a fault
@@ -211,35 +214,42 @@ class _Participant:
                     history.complete(op_id, "ok", value={"token": token, "reason": reason})
 
     async def lead_once(self, rng: random.Random) -> None:
-        """While leading: write under the fence, then hand over, resign or write again."""
+        """While leading: write under the fence, then hand over, resign or write again.
+        After a hand-over or a resign, now and then a late write under the ended
+        term's fence: the server must refuse it."""
         worker = self.worker
-        await worker.op("leadership", "write", self.write, **self.args())
+        try:
+            # Both of the same term: no await between them.
+            term = (self.election.fencing_token, self.election.fence())
+        except (NotOwnerError, LeadershipLostError):
+            return  # the term is over already
+        await worker.op("leadership", "write", lambda op_id: self.write(op_id, term), **self.args())
         await worker.nap(rng.uniform(0.05, 0.4))
         if not self.leading.is_set():
             return
         action = rng.random()
         if action < 0.5:
-            await worker.op(
+            ended = await worker.op(
                 "leadership",
                 "hand_over",
                 lambda op_id: self.hand_over(op_id, rng),
                 **self.args(),
             )
         elif action < 0.7:
-            await worker.op("leadership", "resign", self.resign, **self.args(requeue=True))
+            ended = await worker.op("leadership", "resign", self.resign, **self.args(requeue=True))
         else:
             await worker.nap(rng.uniform(0.05, 0.4))
+            return
+        if ended.status == "ok" and rng.random() < 0.5:
+            await worker.op(
+                "leadership", "write", lambda op_id: self.write(op_id, term), **self.args(late=True)
+            )
 
-    async def write(self, op_id: str) -> Outcome:
+    async def write(self, op_id: str, term: tuple[int, aiocoord.Fence]) -> Outcome:
         """The term's token to the store node, in a transaction guarded by the term's fence."""
         from ._worker import Outcome, _name
 
-        try:
-            # Both of the same term: no await between them.
-            token = self.election.fencing_token
-            fence = self.election.fence()
-        except (NotOwnerError, LeadershipLostError) as error:
-            return Outcome("fail", _name(error), {"fenced": "not sent"})
+        token, fence = term
         transaction = self.client.transaction().guard(fence)
         transaction.set(LEADERSHIP_STORE, f"{token} {self.id}".encode())
         try:
@@ -315,8 +325,15 @@ def _terms(history: History) -> dict[int, Any]:
 def check_fenced(history: History, verdict: Verdict) -> None:
     """At most one leader holds a valid fence at any time (see the module docstring)."""
     applied: list[tuple[int, int, str, str, float]] = []
-    refused = 0
+    refused = late = 0
     for op in history.of("leadership", "write"):
+        if op.args.get("late"):
+            late += 1
+            if op.get("fenced") == "applied":
+                verdict.problem(
+                    f"{op.id} (token {op.get('token')}) was applied, though sent under the "
+                    "fence of a term its leader had ended (handed over or resigned)"
+                )
         if op.get("fenced") == "applied":
             applied.append(
                 (
@@ -365,6 +382,7 @@ def check_fenced(history: History, verdict: Verdict) -> None:
     verdict.counts = {
         "fenced writes applied": len(applied),
         "refused (the term was over)": refused,
+        "late writes under an ended term's fence": late,
         "terms": len(owners),
     }
 
