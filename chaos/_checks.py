@@ -938,24 +938,56 @@ def _queue_due(recipe: str) -> Callable[..., None]:
 
 
 def _witness(history: History, verdict: Verdict) -> None:
-    """Every create ZooKeeper acknowledged is still there at the end (nothing ever
-    deletes them). A loss here is the server's: it explains other checks' failures
-    at the same time (a counter or a queue going back)."""
-    ok = [o for o in history.of("witness", "create") if o.status == "ok"]
+    """Every create ZooKeeper acknowledged is still there at the end unless its node
+    was deleted, and every delete it acknowledged stays done (nothing else
+    touches these nodes). A loss here is the server's: it explains other
+    checks' failures at the same time (a counter going back, a queue item
+    taken twice)."""
+    creates = [o for o in history.of("witness", "create") if o.status == "ok"]
+    deletes = history.of("witness", "delete")
     records = history.final("witness")
     if not records:
         verdict.problem("the witness nodes were not listed at the end")
         return
     present = set(records[0].get("nodes") or [])
-    missing = [o for o in ok if o.get("node") not in present]
+    # A delete that may have landed (ok or unknown) excuses its node's absence.
+    deleted = {_node(o) for o in deletes if o.status != "fail"}
+    missing = [o for o in creates if o.get("node") not in present | deleted]
+    vanished = [o for o in deletes if o.error == "NoNodeError"]
+    back = [o for o in deletes if o.status == "ok" and _node(o) in present]
+
+    def span(ops: list[Op]) -> str:
+        first, last = min(o.complete or 0 for o in ops), max(o.complete or 0 for o in ops)
+        return f"acknowledged between t={first:.3f} and t={last:.3f}"
+
     if missing:
-        first, last = min(o.complete or 0 for o in missing), max(o.complete or 0 for o in missing)
         verdict.problem(
-            f"{len(missing)} acknowledged creates are gone (acknowledged between "
-            f"t={first:.3f} and t={last:.3f}): {[o.get('node') for o in missing[:5]]}"
+            f"{len(missing)} acknowledged creates are gone ({span(missing)}): "
+            f"{[o.get('node') for o in missing[:5]]}"
         )
-    verdict.checked = len(ok)
-    verdict.counts = {"acknowledged creates": len(ok), "missing": len(missing)}
+    if vanished:
+        verdict.problem(
+            f"{len(vanished)} acknowledged creates were gone when deleted: "
+            f"{[_node(o) for o in vanished[:5]]}"
+        )
+    if back:
+        verdict.problem(
+            f"{len(back)} acknowledged deletes were undone ({span(back)}): "
+            f"{[_node(o) for o in back[:5]]}"
+        )
+    acknowledged = [o for o in deletes if o.status == "ok"]
+    verdict.checked = len(creates) + len(acknowledged)
+    verdict.counts = {
+        "acknowledged creates": len(creates),
+        "acknowledged deletes": len(acknowledged),
+        "missing": len(missing) + len(vanished),
+        "undone deletes": len(back),
+    }
+
+
+def _node(op: Op) -> str | None:
+    """The witness node a delete was about (named when invoked, whatever its end)."""
+    return op.args.get("node") or op.get("node")
 
 
 # --- caches, orphans, workers, processes --------------------------------------------------
@@ -1289,7 +1321,7 @@ CHECKS: tuple[Check, ...] = (
     ),
     Check(
         "zookeeper.durable",
-        "every create ZooKeeper acknowledged survives (the server's promise)",
+        "every create and delete ZooKeeper acknowledged holds (the server's promise)",
         _witness,
     ),
     Check(

@@ -1323,7 +1323,12 @@ class Worker:
         await self.forever(driver, step, 0.15)
 
     async def witness_loop(self, driver: str, client: aiocoord.Client) -> None:
-        """Plain creates, each acknowledged one recorded: ZooKeeper must keep them all."""
+        """Plain creates and deletes, each acknowledged one recorded: ZooKeeper must
+        keep every node it acknowledged creating and not bring back one it
+        acknowledged deleting. About one in three steps deletes the oldest node
+        this driver made (acknowledged, never deleted before): a lost delete is
+        what a queue's item taken twice looks like from the server's side."""
+        made: list[str] = []
 
         async def create() -> Outcome:
             try:
@@ -1331,10 +1336,30 @@ class Worker:
             except CoordinationError as error:
                 status: Status = "fail" if _unsent(error) else "unknown"
                 return Outcome(status, _name(error))
-            return Outcome("ok", None, {"node": node.rsplit("/", 1)[1]})
+            name = node.rsplit("/", 1)[1]
+            made.append(name)
+            return Outcome("ok", None, {"node": name})
+
+        async def delete(name: str) -> Outcome:
+            try:
+                await client.delete(f"{WITNESS}/{name}")
+            except NoNodeError as error:
+                # Nobody else deletes it, and it is never deleted twice: the
+                # acknowledged create is gone.
+                return Outcome("fail", _name(error), {"node": name})
+            except CoordinationError as error:
+                status: Status = "fail" if _unsent(error) else "unknown"
+                return Outcome(status, _name(error), {"node": name})
+            return Outcome("ok", None, {"node": name})
 
         async def step(rng: random.Random) -> None:
-            await self.op("witness", "create", lambda _op: create(), driver=driver)
+            if made and rng.random() < 0.35:
+                name = made.pop(0)
+                await self.op(
+                    "witness", "delete", lambda _op: delete(name), driver=driver, node=name
+                )
+            else:
+                await self.op("witness", "create", lambda _op: create(), driver=driver)
 
         await self.forever(driver, step, 0.1)
 

@@ -1572,3 +1572,38 @@ def test_a_ready_left_by_a_round_the_stop_cut_short_is_no_orphan() -> None:
     assert judged("stopped", ["ready"]).passed
     assert not judged("timeout", ["ready"]).passed
     assert not judged("stopped", ["_c_x-0000000001", "ready"]).passed
+
+
+def test_an_undone_or_premature_witness_delete_fails() -> None:
+    """A delete ZooKeeper acknowledged whose node is back at the end, or a delete
+    that finds an acknowledged node already gone, is the server's loss; a node
+    whose delete may have landed (unknown) may be either present or absent."""
+
+    def judged(*records: list[Record], nodes: list[str]) -> Verdict:
+        return verdict(
+            "zookeeper.durable",
+            [
+                *op("w0:1", "witness", "create", 1.0, 1.1, node="n-0000000001"),
+                *op("w0:2", "witness", "create", 2.0, 2.1, node="n-0000000002"),
+                *[r for rs in records for r in rs],
+                final("witness", nodes=nodes),
+            ],
+        )
+
+    deleted = op("w0:3", "witness", "delete", 3.0, 3.1, args={"node": "n-0000000001"})
+    assert judged(deleted, nodes=["n-0000000002"]).passed
+    assert not judged(deleted, nodes=["n-0000000001", "n-0000000002"]).passed
+    unknown = op("w0:3", "witness", "delete", 3.0, 3.1, "unknown", args={"node": "n-0000000001"})
+    assert judged(unknown, nodes=["n-0000000002"]).passed
+    assert judged(unknown, nodes=["n-0000000001", "n-0000000002"]).passed
+    gone = op(
+        "w0:3",
+        "witness",
+        "delete",
+        3.0,
+        3.1,
+        "fail",
+        error="NoNodeError",
+        args={"node": "n-0000000001"},
+    )
+    assert not judged(gone, nodes=["n-0000000002"]).passed
