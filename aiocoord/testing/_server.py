@@ -530,12 +530,14 @@ class ZooKeeperServer:
     ) -> None:
         await self.aclose()
 
-    async def start(self, *, timeout: float = 30.0) -> None:
+    async def start(self, *, timeout: float = 60.0) -> None:
         """Start (or restart) the JVM and wait until it serves clients.
 
         Serving means ``ruok`` answers ``imok`` and ``srvr`` reports a mode; for an
         ensemble member that needs a quorum. Raises RuntimeError (with the end of
         ``server.log``) if the JVM exits, OperationTimeoutError after *timeout* seconds.
+        The default is generous: a JVM on a loaded 2-core machine was seen to need
+        more than 30 s, and a crash is reported at once whatever the bound.
         """
         if self._closed:
             raise RuntimeError(f"{self!r} is closed")
