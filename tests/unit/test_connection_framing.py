@@ -278,6 +278,37 @@ async def test_a_large_reply_arriving_in_pieces_is_assembled() -> None:
     assert not peer.transport.is_closing()
 
 
+def _read_as_asyncio_does(peer: Peer, stream: bytes, chunk: int) -> None:
+    """Feed ``stream`` through get_buffer/buffer_updated, at most ``chunk`` bytes
+    a read, as asyncio's selector transport does for a BufferedProtocol."""
+    offset = 0
+    while offset < len(stream):
+        room = peer.conn.get_buffer(-1)
+        count = min(len(room), chunk, len(stream) - offset)
+        assert count > 0
+        room[:count] = stream[offset : offset + count]
+        offset += count
+        peer.conn.buffer_updated(count)  # ``room`` still alive, as in asyncio
+
+
+@pytest.mark.parametrize("chunk", [7, 4096, 65536, 300_000])
+async def test_replies_larger_than_the_read_buffer_are_assembled(chunk: int) -> None:
+    """The receive buffer (64 KiB) grows for a larger frame, keeps frames read
+    after it intact, and shrinks back once everything is parsed."""
+    peer = await connected_peer()
+    sizes = [10, 200_000, 5, 70_000, 1_000_000, 3]
+    futures = [peer.conn.submit(get_data(f"/{i}")) for i in range(len(sizes))]
+    stream = b"".join(
+        get_data_reply(xid, bytes([xid]) * size) for xid, size in enumerate(sizes, start=1)
+    )
+    _read_as_asyncio_does(peer, stream, chunk)
+    for xid, (future, size) in enumerate(zip(futures, sizes, strict=True), start=1):
+        data, _stat = await future
+        assert data == bytes([xid]) * size
+    assert len(peer.conn.get_buffer(-1)) == 64 * 1024
+    assert not peer.transport.is_closing()
+
+
 # -5 to -10 once made the bytes up to the end of the buffer pass for a reply (the
 # length was used as a slice bound) before the connection dropped.
 @pytest.mark.parametrize("length", [-1, -4, -5, -10, -(2**31)])
@@ -519,6 +550,39 @@ async def test_requests_of_one_loop_iteration_after_the_first_leave_in_one_write
     writes = await peer.transport.wait_writes(3)
     assert writes[2] == echo("/1").frame(2) + echo("/2").frame(3)  # the rest together
     for future in futures:
+        future.cancel()
+
+
+async def test_after_a_reply_the_next_request_is_written_at_once() -> None:
+    """A lone request schedules no flush (a loop iteration per request): after a
+    reply, the next request leaves at once, even in the same iteration; one more
+    before the next reply waits for the flush, and the order holds."""
+    peer = await connected_peer()
+    first = peer.conn.submit(echo("/1"))
+    assert peer.transport.writes[1:] == [echo("/1").frame(1)]
+    peer.feed(reply(1, b"one"))
+    second = peer.conn.submit(echo("/2"))
+    assert peer.transport.writes[2:] == [echo("/2").frame(2)]  # written at once
+    third = peer.conn.submit(echo("/3"))
+    fourth = peer.conn.submit(echo("/4"))
+    assert len(peer.transport.writes) == 3  # queued behind /2 until the flush
+    writes = await peer.transport.wait_writes(4)
+    assert writes[3] == echo("/3").frame(3) + echo("/4").frame(4)
+    peer.feed(reply(2, b"two") + reply(3, b"three") + reply(4, b"four"))
+    assert [await f for f in (first, second, third, fourth)] == [b"one", b"two", b"three", b"four"]
+
+
+async def test_a_request_in_a_later_iteration_still_leaves_in_order() -> None:
+    """Without a reply in between, a later request waits for one flush, never
+    overtaking one written before it."""
+    peer = await connected_peer()
+    first = peer.conn.submit(echo("/1"))
+    await next_iteration()
+    await next_iteration()
+    second = peer.conn.submit(echo("/2"))
+    writes = await peer.transport.wait_writes(3)
+    assert writes[1:] == [echo("/1").frame(1), echo("/2").frame(2)]
+    for future in (first, second):
         future.cancel()
 
 
