@@ -187,8 +187,12 @@ class Connection(asyncio.BufferedProtocol):
             start, end = self._start, self._end
             pending = end - start
             need = _READ_MIN + pending
-            if pending >= 4:  # a frame larger than the buffer: room for all of it
-                need = max(need, 4 + _zk.SIZE.unpack_from(buffer, start)[0])
+            if pending >= 4:
+                # A frame larger than the buffer: room for all of it, but
+                # growing by doubling at most, so that a corrupt length does
+                # not allocate gigabytes before its bytes arrive.
+                frame = 4 + _zk.SIZE.unpack_from(buffer, start)[0]
+                need = max(need, min(frame, 2 * len(buffer)))
             if need > len(buffer):
                 grown = bytearray(need)
                 grown[:pending] = buffer[start:end]

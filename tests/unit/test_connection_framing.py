@@ -309,6 +309,16 @@ async def test_replies_larger_than_the_read_buffer_are_assembled(chunk: int) -> 
     assert not peer.transport.is_closing()
 
 
+async def test_a_huge_announced_length_grows_the_buffer_only_as_bytes_arrive() -> None:
+    peer = await connected_peer()
+    future = peer.conn.submit(echo())
+    header = struct.pack("!i", 2**31 - 1) + REPLY_HEADER.pack(1, 0, 0)
+    _read_as_asyncio_does(peer, header + bytes(200_000), 65536)
+    assert len(peer.conn.get_buffer(-1)) < 1024 * 1024
+    assert not future.done() and not peer.transport.is_closing()
+    future.cancel()
+
+
 # -5 to -10 once made the bytes up to the end of the buffer pass for a reply (the
 # length was used as a slice bound) before the connection dropped.
 @pytest.mark.parametrize("length", [-1, -4, -5, -10, -(2**31)])
