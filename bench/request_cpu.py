@@ -179,21 +179,26 @@ async def _drive(trees: list[Path]) -> None:
         for sample in tree_samples:
             for prefix in ("", "user:"):
                 for mode in ("seq", "conc"):
-                    cells = [sample[f"{prefix}{mode}/{name}"] for name in OPERATIONS]
-                    sample[f"{prefix}{mode}/mean"] = statistics.mean(cells)
+                    values = [sample[f"{prefix}{mode}/{name}"] for name in OPERATIONS]
+                    sample[f"{prefix}{mode}/mean"] = statistics.mean(values)
     keys += ["seq/mean", "conc/mean", "user:seq/mean", "user:conc/mean"]
     names = [str(tree) for tree in trees]
-    print("| request | " + " | ".join(names) + " |" + (" ratio |" if len(trees) == 2 else ""))
+    ratio_head = " ratio, paired by round |" if len(trees) == 2 else ""
+    print("| request | " + " | ".join(names) + " |" + ratio_head)
     print("|---" * (len(trees) + 1 + (len(trees) == 2)) + "|")
     for key in keys:
         cells = []
-        medians = []
         for tree in trees:
             values = [sample[key] for sample in samples[tree]]
             median = statistics.median(values)
-            medians.append(median)
             cells.append(f"{median:.1f} ({min(values):.1f}-{max(values):.1f})")
-        ratio = f" {medians[1] / medians[0]:.2f} |" if len(trees) == 2 else ""
+        ratio = ""
+        if len(trees) == 2:
+            # Each round's two workers ran back to back: their ratio cancels the
+            # load that moved between rounds. The median of those, and their range.
+            first, second = (samples[tree] for tree in trees)
+            pairs = [b[key] / a[key] for a, b in zip(first, second, strict=True)]
+            ratio = f" {statistics.median(pairs):.2f} ({min(pairs):.2f}-{max(pairs):.2f}) |"
         print(f"| {key} | " + " | ".join(cells) + " |" + ratio)
     print(
         f"\nCPU µs per request, median of {rounds} interleaved rounds (min-max);"
