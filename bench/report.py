@@ -48,6 +48,19 @@ UNITS = {
 }
 NOISY_CORES = 0.25
 """Runs during which other processes used more CPU than this are flagged as noisy."""
+TELEMETRY = "aiocoord-telemetry"
+"""The telemetry runner's library (bench/runners/telemetry_runner.py): aiocoord's own
+mutex and counter loops, once per OpenTelemetry set-up (its variants)."""
+TELEMETRY_BASELINE = "no-otel"
+"""The set-up every other telemetry set-up is compared with, in the same run."""
+TELEMETRY_SETUPS = {
+    "no-otel": "no OpenTelemetry installed: the baseline",
+    "api": "API only, no SDK configured",
+    "sdk": "SDK, every span exported to memory",
+    "sdk-requests": "SDK, plus request metrics",
+}
+"""What each telemetry variant measures, in the order the tables list them; a
+variant not named here is shown by its name only."""
 
 
 # --- medians ------------------------------------------------------------------------------
@@ -55,6 +68,14 @@ NOISY_CORES = 0.25
 
 def _label(run: Row) -> str:
     return f"{run['library']}/{run['variant']}" if run.get("variant") else str(run["library"])
+
+
+def _named(label: str) -> str:
+    """A label as tables and legends show it: a telemetry variant with its set-up,
+    since the label alone ("aiocoord-telemetry/api") does not say what was measured."""
+    library, _, variant = label.partition("/")
+    setup = TELEMETRY_SETUPS.get(variant) if library == TELEMETRY else None
+    return f"{label} ({setup})" if setup else label
 
 
 def _measure(scenario: str) -> Callable[[Row], float]:
@@ -252,6 +273,7 @@ def markdown(document: Row) -> str:
         body += _cache_section(index)
         body += _discovery_section(index)
         body += _memory_section(index)
+        body += _telemetry_section(index)
         if len(configs) > 1:
             lines += [f"# Server {server['name']}: {server['title']}", ""]
             body = ["#" + line if line.startswith("## ") else line for line in body]
@@ -432,6 +454,9 @@ def _contenders(row: Row) -> str:
         "shared-client": " (one shared client)",
         "local-handoff": " (one shared client, local hand-off)",
     }.get(row["variant"], "")
+    if row["library"] == TELEMETRY:
+        setup = TELEMETRY_SETUPS.get(row["variant"], row["variant"])
+        shared = f", telemetry {row['variant']}: {setup}"
     return f"{n} contender{'s' if n != 1 else ''}{shared}"
 
 
@@ -452,7 +477,7 @@ def _throughput_section(index: _Index, scenario: str, title: str, kind: str) -> 
         body.append(
             [
                 str(row["contenders"]),
-                row["label"],
+                _named(row["label"]),
                 _rate(row["rate"]) if ok else "—",
                 f"{row['rate_spread']:.0%}" if ok else "—",
                 _ms(_latency(row, kind, "p50")),
@@ -504,7 +529,7 @@ def _counter_section(
         body.append(
             [
                 str(row["contenders"]),
-                row["label"],
+                _named(row["label"]),
                 _rate(row["rate"]) if ok else "—",
                 f"{row['rate_spread']:.0%}" if ok else "—",
                 _ms(_latency(row, "increment", "p50")),
@@ -639,7 +664,7 @@ def _queue_section(index: _Index) -> list[str]:
         body.append(
             [
                 str(row["contenders"]),
-                row["label"],
+                _named(row["label"]),
                 _rate(row["rate"]) if ok else "—",
                 f"{row['rate_spread']:.0%}" if ok else "—",
                 _ms(_latency(row, "take", "p50")),
@@ -951,6 +976,92 @@ def _memory_section(index: _Index) -> list[str]:
     ]
 
 
+def _telemetry_rows(index: _Index, scenario: str) -> list[Row]:
+    """The telemetry runner's rows of a scenario: by contenders, then in
+    TELEMETRY_SETUPS' order (the baseline first)."""
+    order = list(TELEMETRY_SETUPS)
+
+    def rank(row: Row) -> tuple[int, int, str]:
+        variant = row["variant"]
+        return row["contenders"], order.index(variant) if variant in order else len(order), variant
+
+    rows = [r for r in index.rows if r["scenario"] == scenario and r["library"] == TELEMETRY]
+    return sorted(rows, key=rank)
+
+
+def _telemetry_baseline(index: _Index, row: Row) -> Row | None:
+    """The no-otel row measured with ``row`` (same server, scenario, contenders)."""
+    base = index.get(row["scenario"], f"{TELEMETRY}/{TELEMETRY_BASELINE}", row["contenders"])
+    return base if _ok(base) else None
+
+
+def _cpu_per_op(row: Row | None) -> float | None:
+    if not _ok(row):
+        return None
+    assert row is not None
+    value = (row.get("extra") or {}).get("client_cpu_us_per_op")
+    return float(value) if value is not None else None
+
+
+def _telemetry_section(index: _Index) -> list[str]:
+    """Each telemetry set-up against no OpenTelemetry in the same run: the rate's
+    ratio (below 1 is slower) and the client CPU per operation's (above 1 costs more)."""
+    body = []
+    for scenario, kind in TAILS.items():
+        for row in _telemetry_rows(index, scenario):
+            ok = _ok(row)
+            base = _telemetry_baseline(index, row)
+            cpu = _cpu_per_op(row)
+            if row["variant"] == TELEMETRY_BASELINE:
+                versus = ["baseline", "baseline"]
+            elif ok and base is not None:
+                versus = [_ratio(row["rate"], base["rate"]), _ratio(cpu, _cpu_per_op(base))]
+            else:
+                versus = ["—", "—"]
+            body.append(
+                [
+                    scenario,
+                    str(row["contenders"]),
+                    row["variant"],
+                    TELEMETRY_SETUPS.get(row["variant"], "—"),
+                    f"{_rate(row['rate'])} {UNITS[scenario]}" if ok else "—",
+                    f"{row['rate_spread']:.0%}" if ok else "—",
+                    _ms(_latency(row, kind, "p50")),
+                    _ms(_latency(row, kind, "p99")),
+                    f"{cpu:,.0f}" if cpu is not None else "—",
+                    *versus,
+                    _check(row),
+                ]
+            )
+    if not body:
+        return []
+    header = [
+        "scenario",
+        "contenders",
+        "variant",
+        "set-up",
+        "rate",
+        "spread",
+        "p50 (ms)",
+        "p99 (ms)",
+        "client CPU µs per op",
+        "rate ÷ no-otel",
+        "CPU per op ÷ no-otel",
+        "check",
+    ]
+    return [
+        "## Telemetry: each set-up against no OpenTelemetry (same run)",
+        "",
+        "aiocoord's mutex and counter loops under each OpenTelemetry set-up "
+        "(bench/runners/telemetry_runner.py). Ratios are this set-up ÷ no-otel at the "
+        "same contender count in this run: a rate below 1x is slower; client CPU per "
+        "operation above 1x costs more.",
+        "",
+        *_table(header, body),
+        "",
+    ]
+
+
 # --- chart ---------------------------------------------------------------------------------------
 
 
@@ -1020,6 +1131,8 @@ def chart(document: Row, path: Path) -> list[str]:
                         "latency",
                     )
                 )
+        if _telemetry_groups(index):
+            panels.append((lambda ax, i=index, w=where: _telemetry_panel(ax, i, w), "overhead"))
     # Each server configuration starts a row of its own (wrapped at COLUMNS).
     grid = [
         panels[start : start + COLUMNS]
@@ -1168,7 +1281,7 @@ def _ratio_panel(
                 mark = "✗" if not _ok(row) else "-"
                 ax.text(position, 1.0, mark, ha="center", va="bottom", color="red", fontsize=12)
                 continue
-            ax.bar(position, number, width, color=_color(label), label=label)
+            ax.bar(position, number, width, color=_color(label), label=_named(label))
             text = f"{number:.2f}" if best else _rate(number)
             ax.text(position, number, text, ha="center", va="bottom", fontsize=7, rotation=90)
         if best:
@@ -1212,7 +1325,7 @@ def _percentile_bars(ax: Any, index: _Index, scenario: str, kind: str, title: st
         p99, p50 = _latency(row, kind, "p99"), _latency(row, kind, "p50")
         if p99 is None or p50 is None:
             continue
-        ax.bar(position, p99, width, color=_color(label), label=label)
+        ax.bar(position, p99, width, color=_color(label), label=_named(label))
         ax.plot([position - width / 2, position + width / 2], [p50, p50], color="black")
     ax.set_yscale("log")
     _legend_once(ax)
@@ -1220,11 +1333,52 @@ def _percentile_bars(ax: Any, index: _Index, scenario: str, kind: str, title: st
     ax.grid(axis="y", alpha=0.3, which="both")
 
 
+def _telemetry_groups(index: _Index) -> list[tuple[str, int, list[tuple[str, float]]]]:
+    """(scenario, contenders, [(label, rate ÷ no-otel's)]) for every group of
+    telemetry rows whose baseline was measured; the baseline itself left out."""
+    groups = []
+    for scenario in TAILS:
+        for level in sorted({r["contenders"] for r in _telemetry_rows(index, scenario)}):
+            rows = [r for r in _telemetry_rows(index, scenario) if r["contenders"] == level]
+            base = _telemetry_baseline(index, rows[0])
+            bars = [
+                (r["label"], r["rate"] / base["rate"])
+                for r in rows
+                if base is not None and base["rate"] and _ok(r) and r is not base
+            ]
+            if bars:
+                groups.append((scenario, level, bars))
+    return groups
+
+
+def _telemetry_panel(ax: Any, index: _Index, where: str) -> None:
+    """Each telemetry set-up's rate ÷ no-otel's in the same run, per scenario and
+    contender count (linear: the ratios sit near 1)."""
+    groups = _telemetry_groups(index)
+    ax.set_title(f"Telemetry: rate ÷ no-otel's, same run (higher is faster)\n[{where}]")
+    ax.set_ylabel("÷ no-otel")
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    tallest = 1.0
+    for x, (_, _, bars) in enumerate(groups):
+        width = 0.8 / len(bars)
+        for i, (label, ratio) in enumerate(bars):
+            position = x + width * (i - len(bars) / 2 + 0.5)
+            ax.bar(position, ratio, width, color=_color(label), label=_named(label))
+            ax.text(position, ratio, f"{ratio:.2f}x", ha="center", va="bottom", fontsize=7)
+            tallest = max(tallest, ratio)
+    ax.set_ylim(0, tallest * 1.25)
+    ax.set_xticks(range(len(groups)), [f"{sc} x{n}" for sc, n, _ in groups])
+    _legend_once(ax)
+    ax.grid(axis="y", alpha=0.3)
+
+
 def _legend_once(ax: Any) -> None:
     handles, names = ax.get_legend_handles_labels()
     unique = dict(zip(names, handles, strict=True))
     if unique:
-        ax.legend(unique.values(), unique.keys(), fontsize=9)
+        # Long names (a telemetry variant with its set-up) in smaller type.
+        size = 9 if max(len(name) for name in unique) < 40 else 7
+        ax.legend(unique.values(), unique.keys(), fontsize=size)
 
 
 # --- files ----------------------------------------------------------------------------------------
