@@ -449,6 +449,16 @@ class HoldRecord:
             self._span.add_event("aiocoord.hold.lost", {"aiocoord.reason": reason})
         add("aiocoord.holds.lost", 1, self._tags.metric_attributes)
 
+    def given_up(self, reason: str, attributes: Mapping[str, str | bool] | None = None) -> None:
+        """The holder ended the hold on purpose (a leader's resign or hand-over):
+        an event saying how, with ``attributes``; no loss, so the lost-holds
+        counter does not move."""
+        if self._ended or self._span is None:
+            return
+        self._span.add_event(
+            "aiocoord.hold.given_up", {"aiocoord.reason": reason, **(attributes or {})}
+        )
+
     def end(self, outcome: str) -> None:
         """The hold is over (``released`` or ``lost``): record its time, end its span."""
         if self._ended:

@@ -193,6 +193,54 @@ async def test_a_term_lost_with_its_session_ends_with_the_reason(
     assert total(otel, "aiocoord.leader.terms.held", aiocoord_path=path) == 0
 
 
+async def test_an_election_term_given_up_says_how_without_counting_a_loss(
+    otel: Otel, traced: Any, zookeeper: ZooKeeperTarget, children_reach: Any
+) -> None:
+    path = _ns(zookeeper, "/election")
+    async with traced() as a, traced() as b:
+        first = LeaderElection(a, "/election", participant_id="a")
+        second = LeaderElection(b, "/election", participant_id="b")
+
+        async def second_leads_then_resigns() -> str:
+            with pytest.raises(LeadershipLostError) as lost:
+                async with second.hold():  # resign() cancels the block
+                    await second.resign()
+            return lost.value.reason
+
+        async with asyncio.timeout(WAIT), asyncio.TaskGroup() as tasks:
+            with pytest.raises(LeadershipLostError) as handed:
+                async with first.hold():  # the hand-over cancels the block
+                    resigned = tasks.create_task(second_leads_then_resigns())
+                    await children_reach(a, "/election", 2)
+                    await first.hand_over(to="b", wait=False)
+        # The block sees the short reason; the span's event says more.
+        assert handed.value.reason == "handed over to 'b'"
+        assert resigned.result() == "resigned"
+    terms = otel.spans("aiocoord.leader.term")
+    [a_term], [b_term] = of(terms, "a"), of(terms, "b")
+    assert attributes(a_term)["aiocoord.outcome"] == "handed_over"
+    assert [(e.name, dict(e.attributes or {})) for e in a_term.events] == [
+        (
+            "aiocoord.hold.given_up",
+            {"aiocoord.reason": "handed over to 'b'", "aiocoord.target": "b"},
+        )
+    ]
+    assert attributes(b_term)["aiocoord.outcome"] == "resigned"
+    assert [(e.name, dict(e.attributes or {})) for e in b_term.events] == [
+        (
+            "aiocoord.hold.given_up",
+            {"aiocoord.reason": "resigned; queued again", "aiocoord.requeue": True},
+        )
+    ]
+    # Given up, not lost: the lost-holds counter does not move.
+    assert total(otel, "aiocoord.holds.lost", aiocoord_path=path) == 0
+    held = otel.points("aiocoord.lock.hold.duration", aiocoord_path=path)
+    assert {labels["aiocoord.outcome"]: p.count for labels, p in held} == {
+        "handed_over": 1,
+        "resigned": 1,
+    }
+
+
 # --- LeaderLatch ----------------------------------------------------------------------------------
 
 
@@ -248,8 +296,26 @@ async def test_latch_hand_over_and_resign_end_terms_without_a_loss(
         (attributes(s)["aiocoord.participant_id"], attributes(s)["aiocoord.outcome"]) for s in terms
     }
     assert {("a", "handed_over"), ("c", "resigned"), ("b", "released")} <= outcomes
-    for span in terms:
-        assert list(span.events) == []  # given up, never lost
+    # Given up, never lost: an event says how, and no loss is counted (below).
+    events = {
+        (attributes(s)["aiocoord.participant_id"], attributes(s)["aiocoord.outcome"]): [
+            (e.name, dict(e.attributes or {})) for e in s.events
+        ]
+        for s in terms
+    }
+    assert events[("a", "handed_over")] == [
+        (
+            "aiocoord.hold.given_up",
+            {"aiocoord.reason": "handed over to 'c'", "aiocoord.target": "c"},
+        )
+    ]
+    assert events[("c", "resigned")] == [
+        (
+            "aiocoord.hold.given_up",
+            {"aiocoord.reason": "resigned; left the election", "aiocoord.requeue": False},
+        )
+    ]
+    assert events[("b", "released")] == []
     # The latch's task follows the queue for no caller: root spans, even when
     # started under one.
     campaigns = otel.spans("aiocoord.leader.campaign")

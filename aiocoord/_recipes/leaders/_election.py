@@ -32,7 +32,7 @@ from .._kit._participants import Participant
 from .._kit._waits import Deadline
 from ._common import give_up, gives_way, node_gone, settle, stop
 from ._observe import LeaderObserver, count_as
-from ._participant import TAKEN_OVER, Candidacy
+from ._participant import TAKEN_OVER, Candidacy, GivenUp
 
 __all__ = ["LeaderElection", "report_as"]
 
@@ -441,13 +441,18 @@ class LeaderElection:
         self._observer.remove_listener(callback)
 
     def _end_term(
-        self, term: _Term, reason: str, to: str | None, outcome: str
+        self,
+        term: _Term,
+        reason: str,
+        to: str | None,
+        outcome: str,
+        given_up: GivenUp | None = None,
     ) -> asyncio.Future[None]:
         """End the term on purpose: leadership is dropped now (the block is
         cancelled through the loss path), the node goes once the block is over.
-        ``outcome``: how its hold ends, for telemetry."""
+        ``outcome`` and ``given_up``: how its hold ends, for telemetry."""
         if term.given_up is None:
-            self._candidacy.ending(term.hold, reason, outcome)
+            self._candidacy.ending(term.hold, reason, outcome, given_up)
             term.giving_up, term.to = True, to
             term.given_up = asyncio.get_running_loop().create_future()
             term.hold.mark_lost(reason, warn=False)
@@ -469,7 +474,7 @@ class LeaderElection:
             term = self._current_term()
             op.set("aiocoord.fencing_token", term.czxid)
             self._leave = not requeue
-            ending = self._end_term(term, "resigned", None, "resigned")
+            ending = self._end_term(term, "resigned", None, "resigned", GivenUp.resign(requeue))
             op.outcome("resigned")  # done, even if the term's own block is cancelled now
             await settle(ending)
 
@@ -503,7 +508,9 @@ class LeaderElection:
             if term.node != node:
                 raise NotOwnerError(f"{self.path!r}: the term ended while handing over")
             op.set("aiocoord.fencing_token", term.czxid)
-            ending = self._end_term(term, f"handed over to {to!r}", target, "handed_over")
+            ending = self._end_term(
+                term, f"handed over to {to!r}", target, "handed_over", GivenUp.hand_over(to)
+            )
             op.outcome("handed_over")
             await settle(ending)
             if wait:

@@ -30,7 +30,7 @@ from .._kit._lifecycle import Lifecycle, Phase
 from .._kit._participants import Participant
 from .._kit._waits import Deadline
 from ._common import LATCH_NAME, end_term, gives_way, node_gone, settle, stop
-from ._participant import TAKEN_OVER, Candidacy
+from ._participant import TAKEN_OVER, Candidacy, GivenUp
 
 __all__ = ["LATCH_NAME", "LeaderLatch"]
 
@@ -323,12 +323,19 @@ class LeaderLatch:
         self._end_term(term, reason, to, requeue=True, outcome=TAKEN_OVER)
 
     def _end_term(
-        self, term: _LatchTerm, reason: str, to: str | None, *, requeue: bool, outcome: str
+        self,
+        term: _LatchTerm,
+        reason: str,
+        to: str | None,
+        *,
+        requeue: bool,
+        outcome: str,
+        given_up: GivenUp | None = None,
     ) -> None:
         node = term.contender.node
         assert node is not None
         term.requeue = requeue
-        self._candidacy.ending(term, reason, outcome)
+        self._candidacy.ending(term, reason, outcome, given_up)
         term.ending = end_term(self._client, self.path, node, term, reason, to)
 
     async def _wait_for_zookeeper(self, error: BaseException) -> None:
@@ -517,7 +524,14 @@ class LeaderLatch:
         with self._candidacy.span("aiocoord.leader.resign") as op:
             term = self._leading_term()
             op.set("aiocoord.fencing_token", term.contender.czxid)
-            self._end_term(term, "resigned", None, requeue=requeue, outcome="resigned")
+            self._end_term(
+                term,
+                "resigned",
+                None,
+                requeue=requeue,
+                outcome="resigned",
+                given_up=GivenUp.resign(requeue),
+            )
             op.outcome("resigned")
             await settle(term.ending)
             if not requeue:
@@ -546,7 +560,14 @@ class LeaderLatch:
             term = self._leading_term()  # still ours after the read?
             op.set("aiocoord.fencing_token", term.contender.czxid)
             reason = f"handed over to {to!r}"
-            self._end_term(term, reason, target, requeue=True, outcome="handed_over")
+            self._end_term(
+                term,
+                reason,
+                target,
+                requeue=True,
+                outcome="handed_over",
+                given_up=GivenUp.hand_over(to),
+            )
             op.outcome("handed_over")
             await settle(term.ending)
             await self._candidacy.next_leader(op, timeout)

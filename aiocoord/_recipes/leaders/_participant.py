@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from ... import _telemetry
 from ..._checks import check_bytes, check_recipe_acl
@@ -30,12 +31,33 @@ from ._common import (
 )
 from ._observe import observe, wait_next_leader
 
-__all__ = ["TAKEN_OVER", "Candidacy"]
+__all__ = ["TAKEN_OVER", "Candidacy", "GivenUp"]
 
 log = logging.getLogger("aiocoord")
 
 TAKEN_OVER = "taken_over"
 """A term's telemetry outcome when a participant of a higher priority took over."""
+
+
+@dataclass(frozen=True, slots=True)
+class GivenUp:
+    """How a leader ended its term on purpose, for the term span's
+    ``aiocoord.hold.given_up`` event (the loss's own reason, which the term's
+    block sees, stays short: ``resigned``, ``handed over to 'b'``)."""
+
+    reason: str
+    attributes: Mapping[str, str | bool] = field(default_factory=dict)
+
+    @classmethod
+    def resign(cls, requeue: bool) -> GivenUp:
+        """A resign: whether the participant queues again or leaves the election."""
+        how = "queued again" if requeue else "left the election"
+        return cls(f"resigned; {how}", {"aiocoord.requeue": requeue})
+
+    @classmethod
+    def hand_over(cls, to: str) -> GivenUp:
+        """A hand-over to participant ``to`` (an id)."""
+        return cls(f"handed over to {to!r}", {"aiocoord.target": to})
 
 
 class Candidacy:
@@ -148,15 +170,20 @@ class Candidacy:
             _telemetry.add("aiocoord.leader.terms.held", -1, attributes)
 
     @staticmethod
-    def ending(hold: Hold, reason: str, outcome: str) -> None:
+    def ending(hold: Hold, reason: str, outcome: str, given_up: GivenUp | None = None) -> None:
         """Before a term is ended on purpose (``resigned``, ``handed_over``, or
         :data:`TAKEN_OVER`): how its hold ends. A take-over is no choice of
-        this leader's: a loss, with its reason, for the lost-holds counter."""
+        this leader's: a loss, with its reason, for the lost-holds counter. A
+        resign or hand-over is: ``given_up`` says how, on the term's span only."""
         if hold.lost:
             return  # lost first: it ends as lost
         hold.outcome = outcome
-        if outcome == TAKEN_OVER and hold.record is not None:
+        if hold.record is None:
+            return
+        if outcome == TAKEN_OVER:
             hold.record.lost(reason)
+        elif given_up is not None:
+            hold.record.given_up(given_up.reason, given_up.attributes)
 
     def contender(self, *, last_blocker_shortcut: bool = True) -> Contender:
         """A node in the queue: Curator's node name with our tag and priority (see
