@@ -25,6 +25,7 @@ from ._layouts import (
     COUNTER_QUEUE,
     CURATOR_QUEUE_ITEM,
     LATCH_NODE,
+    LEADER_TAGGED,
     LEASE_NODE,
     LOCK_NODE,
     PARTITION_CLAIM,
@@ -39,6 +40,7 @@ from ._layouts import (
     SEMAPHORE_LOCKS,
     sequence,
 )
+from ._leaders import LEADER_KINDS, read_leaders
 from ._output import data_fields, data_text, session_hex, time_text, write_line
 from ._session import Interrupts, bad_input, connected, make_client
 
@@ -136,6 +138,23 @@ def _all(children: list[_Child], test: Callable[[_Child], bool]) -> bool:
 
 
 # --- the recognisers: each returns a report, or None if the node is not its kind --------
+
+
+def _election(path: str, children: list[_Child]) -> Report | None:
+    """An aiocoord LeaderElection: a lock's layout whose nodes carry the leaders' tag
+    (Curator's LeaderSelector has none: it shows as a lock). Who leads is read
+    after the walk (:func:`._leaders.read_leaders`)."""
+    lock = _lock(path, children)
+    if lock is None or not any(LEADER_TAGGED.search(c.name) for c in children):
+        return None
+    queue = [lock["holder"], *lock["waiters"]]
+    return {
+        "path": path,
+        "kind": "leader election",
+        "layout": "LeaderElection (aiocoord)",
+        "leader": queue[0],
+        "participants": queue[1:],
+    }
 
 
 def _lock(path: str, children: list[_Child]) -> Report | None:
@@ -355,6 +374,7 @@ def _partitioner(path: str, children: list[_Child]) -> Report | None:
 # Services before groups: a service's DYNAMIC instances are ephemeral nodes too; the
 # partitioner before both (its member and claim nodes are ephemeral).
 _RECOGNISERS = (
+    _election,
     _lock,
     _rw_lock,
     _latch,
@@ -441,7 +461,10 @@ async def _inspect(reader: _Reader, path: str, depth: int) -> Report | None:
 
 async def inspect_path(client: aiocoord.Client, path: str, depth: int = 3) -> Report | None:
     """What is at ``path`` (None if nothing): a report as ``inspect --json`` prints it."""
-    return await _inspect(_Reader(client), path, depth)
+    report = await _inspect(_Reader(client), path, depth)
+    if report is not None:
+        await read_leaders(client, report)
+    return report
 
 
 async def inspect_command(args: argparse.Namespace, interrupts: Interrupts) -> int:
@@ -512,9 +535,14 @@ def _render(report: Report, level: int) -> list[str]:
         lines[0] += f"  {len(report['leases'])} leases, {len(report['waiters'])} waiting"
         rows("lease", report["leases"])
         rows("waiting", report["waiters"])
-    elif kind == "leader latch":
-        rows("leader", [report["leader"]])
-        rows("participant", report["participants"])
+    elif kind in LEADER_KINDS:
+        if report.get("fencing_token") is not None:
+            lines[0] += f"  fencing token {report['fencing_token']}"
+        if report["leader"] is None:
+            lines.append(f"{more}{'leader':<13}none now (being handed over)")
+        else:
+            rows("leader", [report["leader"]])
+        rows("candidate", report["participants"])
     elif kind == "double barrier":
         state = "full (ready)" if report["ready"] else "filling"
         lines[0] += f"  {report['entered']} entered, {state}"

@@ -11,6 +11,7 @@ __all__ = [
     "COUNTER_QUEUE",
     "CURATOR_QUEUE_ITEM",
     "LATCH_NODE",
+    "LEADER_TAGGED",
     "LEASE_NODE",
     "LOCK_MARKERS",
     "LOCK_NODE",
@@ -48,6 +49,9 @@ LEASE_NODE = re.compile(_PROTECTED + r"lease-(\d{10})$")
 """A semaphore's leases (ephemeral) and a Lease's TTL nodes (persistent)."""
 LATCH_NODE = re.compile(_PROTECTED + _LEADER_TAG + r"latch-(\d{10})$")
 """LeaderLatch participants."""
+LEADER_TAGGED = re.compile(r"(?:^|-)aio(?:\.-?\d+)?-(?:latch|lock)-\d{10}$")
+"""aiocoord's LeaderLatch and LeaderElection participants (a Mutex's nodes carry no
+tag): tells an aiocoord election's queue from a lock's."""
 BARRIER_MEMBER = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 """DoubleBarrier participants (one UUID each)."""
 COUNTER_QUEUE = "combining"

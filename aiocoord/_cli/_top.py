@@ -7,7 +7,9 @@ barriers, groups, partitioners and discovery services, with their holders,
 waiters, depth or value. A partitioner's row lists each member with the items
 it claims (WAIT: items nobody claims; DEPTH: members; VALUE: its generation,
 the claims and releases so far); a service's lists its instances (DEPTH:
-instances; VALUE: the enabled ones). Between
+instances; VALUE: the enabled ones); a latch's or an election's names its
+leader and the candidates queued behind it (WAIT: candidates; VALUE: the
+term's fencing token). Between
 refreshes it remembers who held what, so a row also tells the hand-offs of the
 last minute. ``--once`` prints one table (``--json``: one document) and exits.
 
@@ -35,6 +37,7 @@ import aiocoord
 
 from ._exit import CliError, ExitCode
 from ._inspect import Report, inspect_path
+from ._leaders import LEADER_KINDS
 from ._output import write_line
 from ._session import Interrupts, bad_input, connected, make_client
 
@@ -66,6 +69,8 @@ class Row:
     """Changes of holder seen in the last minute (0 with ``--once``)."""
     last_handoff: float | None = None
     """When the last one was seen (Unix time)."""
+    queue: list[str] = field(default_factory=list)
+    """An election's or latch's other candidates, in queue order (as holders are named)."""
     holder_nodes: tuple[str, ...] = ()
     """The holders' nodes, to notice a hand-off (not printed)."""
 
@@ -109,15 +114,8 @@ def _row(report: Report) -> Row | None:
             len(report["waiters"]),
             holder_nodes=tuple(lease["node"] for lease in leases),
         )
-    if kind == "leader latch":
-        leader = report["leader"]
-        return Row(
-            path,
-            "election",
-            [_who(leader)],
-            len(report["participants"]),
-            holder_nodes=(leader["node"],),
-        )
+    if kind in LEADER_KINDS:
+        return _leader_row(report)
     if kind == "lease":
         holder = report["holder"]
         return Row(
@@ -162,6 +160,22 @@ def _row(report: Report) -> Row | None:
     return None
 
 
+def _leader_row(report: Report) -> Row:
+    """A LeaderLatch (``latch``) or LeaderElection (``election``): the leader (none
+    while a hand-over is in transit), the candidates queued behind it, and the
+    term's fencing token as VALUE; a new leader counts as a hand-off."""
+    leader = report["leader"]
+    return Row(
+        report["path"],
+        "latch" if report["kind"] == "leader latch" else "election",
+        [_who(leader)] if leader is not None else [],
+        len(report["participants"]),
+        value=report.get("fencing_token"),
+        queue=[_who(p) for p in report["participants"]],
+        holder_nodes=(leader["node"],) if leader is not None else (),
+    )
+
+
 def rows_of(report: Report | None) -> list[Row]:
     """Every recipe in an ``inspect`` report, in tree order."""
     if report is None:
@@ -191,7 +205,8 @@ class Tracker:
                 # Each holder that was not there before took over from someone.
                 for _ in set(row.holder_nodes) - set(before):
                     times.append(now)
-            self._holders[row.path] = row.holder_nodes
+            if row.holder_nodes:  # a leader after nobody (a hand-over) still counts
+                self._holders[row.path] = row.holder_nodes
             while times and times[0] < now - HANDOFF_WINDOW:
                 times.popleft()
             row.handoffs = len(times)
@@ -232,6 +247,8 @@ def render(
     for row in ordered:
         path = row.path if len(row.path) <= path_width else "…" + row.path[-(path_width - 1) :]
         holders = ", ".join(row.holders) if row.holders else "-"
+        if row.queue:
+            holders += f"; next: {', '.join(row.queue)}"
         line = (
             f"{row.kind:<12}{path:<{path_width + 2}}{row.waiters:>5}"
             f"{'-' if row.depth is None else row.depth:>7}"

@@ -97,3 +97,43 @@ def test_a_service_row_lists_instances_and_counts_the_enabled() -> None:
         2,
         1,
     )
+
+
+def _election(leader: str | None, candidates: list[str], token: int | None) -> dict[str, object]:
+    def entry(name: str) -> dict[str, str]:
+        return {"node": f"_c_x-aio-lock-{name}", "session": "0x1", "data": name}
+
+    return {
+        "path": "/e",
+        "kind": "leader election",
+        "leader": entry(leader) if leader is not None else None,
+        "participants": [entry(c) for c in candidates],
+        "fencing_token": token,
+    }
+
+
+def test_an_election_row_names_its_leader_its_queue_and_its_token() -> None:
+    [row] = rows_of(_election("a", ["b", "c"], 4294967301))
+    assert (row.kind, row.holders, row.queue, row.waiters, row.value) == (
+        "election",
+        ["a"],
+        ["b", "c"],
+        2,
+        4294967301,
+    )
+    assert row.as_json()["queue"] == ["b", "c"]
+    line = render([row], width=120, header="top")[3]
+    assert line.split()[2:] == ["2", "-", "4294967301", "0", "a;", "next:", "b,", "c"]
+
+
+def test_an_election_being_handed_over_has_no_leader_and_a_new_one_is_a_hand_off() -> None:
+    tracker = Tracker()
+    before = rows_of(_election("a", ["b"], 10))
+    tracker.update(before, 100.0)
+    [transit] = rows_of(_election(None, ["a", "b"], None))
+    assert (transit.holders, transit.queue, transit.value) == ([], ["a", "b"], None)
+    assert render([transit], width=120, header="top")[3].split()[-4:] == ["-;", "next:", "a,", "b"]
+    tracker.update([transit], 101.0)
+    after = rows_of(_election("b", ["a"], 12))
+    tracker.update(after, 102.0)
+    assert after[0].handoffs == 1  # a to b, through nobody
