@@ -19,9 +19,9 @@ by default ``no-otel``, ``api``, ``sdk-metrics``, ``sdk`` (BatchSpanProcessor,
 every span), ``sdk-sampled`` (1 trace in 100) and ``sdk-simple``
 (SimpleSpanProcessor into an in-memory exporter).
 
-``CPU_INSIDE=1`` also sums the CPU time spent inside aiocoord's telemetry
-entry points (thread CPU time around each outermost call: the clock costs
-about 1 µs a call, counted in): what the calls cost where they run, to set
+``CPU_INSIDE=1`` also sums the time spent inside aiocoord's telemetry entry
+points (``perf_counter`` around each outermost call, dropping the rare call
+over 0.5 ms, which was preempted): what the calls cost where they run, to set
 against what they cost in a hot loop (bench/telemetry_noop.py). A second table
 splits what each set-up adds to ``no-otel``: inside the calls, in the garbage
 collector, and the rest of the client.
@@ -30,8 +30,11 @@ Run::
 
     .venv/bin/python -m bench.telemetry_cpu
 
-``CPU_ROUNDS`` (default 3). ``CPU_PROFILE=VARIANT:SCENARIO`` instead runs one
-worker under cProfile and prints its top entries; ``CPU_SYNC=no`` uses a
+``CPU_ROUNDS`` (default 3). ``CPU_GC_FREEZE=1``: each worker calls
+``gc.freeze()`` after its warm-up (the objects made so far leave the
+collector's generations). ``CPU_PROFILE=VARIANT:SCENARIO`` instead runs one
+worker under cProfile and prints its top entries (``CPU_PROFILE_OUT=FILE``
+also saves them); ``CPU_SYNC=no`` uses a
 ``forceSync=no`` server.
 """
 
@@ -132,6 +135,8 @@ async def _counter_loop(connect: str, path: str) -> Callable[[int], Any]:
 
 _inside = [0.0, 0.0]
 _depth = [0]
+_dropped = [0]
+OUTLIER_S = 0.0005
 _by_call: dict[str, float] = {}
 
 
@@ -143,23 +148,27 @@ def _time_calls() -> None:
     def timed(owner: Any, name: str) -> None:
         inner = getattr(owner, name)
         label = f"{getattr(owner, '__name__', '')}.{name}"
-        # CPU time of this thread: robust to the process being preempted inside
-        # a call (on a busy machine, wall time inside would count other work).
-        clock = time.thread_time
+        # Wall time (a cheap clock: a CPU-time clock is a system call that costs
+        # more than some of the calls timed). An interval over OUTLIER_S had
+        # the process preempted inside: dropped, and counted.
+        clock = time.perf_counter
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if _depth[0]:  # called by another wrapped entry point: counted there
                 return inner(*args, **kwargs)
             _depth[0] = 1
-            _inside[1] += 1
             started = clock()
             try:
                 return inner(*args, **kwargs)
             finally:
                 spent = clock() - started
-                _inside[0] += spent
-                _by_call[label] = _by_call.get(label, 0.0) + spent
                 _depth[0] = 0
+                if spent > OUTLIER_S:
+                    _dropped[0] += 1
+                else:
+                    _inside[0] += spent
+                    _inside[1] += 1
+                    _by_call[label] = _by_call.get(label, 0.0) + spent
 
         setattr(owner, name, wrapper)
 
@@ -184,6 +193,8 @@ async def _work(connect: str, variant: str, scenario: str, count: int) -> dict[s
             run = await _counter_loop(connect, path)
         try:
             await run(max(count // 5, 100))  # warm-up
+            if os.environ.get("CPU_GC_FREEZE"):
+                gc.freeze()  # what an application may do once started: see the docstring
             profile = os.environ.get("CPU_PROFILE")
             profiler: Any = None
             if profile:
@@ -193,6 +204,7 @@ async def _work(connect: str, variant: str, scenario: str, count: int) -> dict[s
                 profiler.enable()
             clock.reset()
             _inside[0] = _inside[1] = 0.0
+            _dropped[0] = 0
             _by_call.clear()
             wall = time.perf_counter()
             before = resource.getrusage(resource.RUSAGE_SELF)
@@ -212,7 +224,10 @@ async def _work(connect: str, variant: str, scenario: str, count: int) -> dict[s
             await asyncio.gather(*(client.aclose() for client in run.clients))  # type: ignore[attr-defined]
     if _by_call:
         calls = {name: round(spent / count * 1e6, 1) for name, spent in _by_call.items()}
-        print(f"{variant} {scenario} inside, µs/op: {calls}", file=sys.stderr)
+        print(
+            f"{variant} {scenario} inside, µs/op: {calls}; {_dropped[0]} preempted calls dropped",
+            file=sys.stderr,
+        )
     user = after.ru_utime - before.ru_utime
     system = after.ru_stime - before.ru_stime
     return {
