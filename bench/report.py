@@ -56,11 +56,14 @@ TELEMETRY_BASELINE = "no-otel"
 TELEMETRY_SETUPS = {
     "no-otel": "no OpenTelemetry installed: the baseline",
     "api": "API only, no SDK configured",
-    "sdk": "SDK, every span exported to memory",
-    "sdk-requests": "SDK, plus request metrics",
+    "sdk": "SDK, every span sampled, batch span processor",
+    "sdk-sampled": "SDK, 1 trace in 100, batch span processor",
+    "sdk-simple": "SDK, every span exported synchronously to memory",
+    "sdk-requests": "SDK, batch span processor, plus request metrics",
 }
-"""What each telemetry variant measures, in the order the tables list them; a
-variant not named here is shown by its name only."""
+"""What each telemetry variant measures (bench/telemetry_setups.py), in the order the
+tables list them; a variant not named here is shown by its name only. Results before
+2026-11-26 name the synchronous in-memory set-up ``sdk``."""
 
 
 # --- medians ------------------------------------------------------------------------------

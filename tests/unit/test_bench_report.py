@@ -43,7 +43,7 @@ def test_mutex_table_names_each_variant_with_its_set_up() -> None:
     assert [row[1] for row in rows] == [
         "aiocoord-telemetry/api (API only, no SDK configured)",
         "aiocoord-telemetry/no-otel (no OpenTelemetry installed: the baseline)",
-        "aiocoord-telemetry/sdk (SDK, every span exported to memory)",
+        "aiocoord-telemetry/sdk (SDK, every span sampled, batch span processor)",
     ]
 
 
@@ -64,7 +64,7 @@ def test_telemetry_table_gives_each_set_up_its_ratio_to_no_otel_in_the_same_run(
     }
     # the baseline first, then the set-ups in the runner's order
     assert [r[2] for r in rows if r[0] == "mutex"] == ["no-otel", "api", "sdk"]
-    assert rows[2][3] == "SDK, every span exported to memory"
+    assert rows[2][3] == "SDK, every span sampled, batch span processor"
 
 
 def test_a_report_without_telemetry_rows_has_no_telemetry_table() -> None:
@@ -92,8 +92,8 @@ def test_chart_draws_the_ratios_to_no_otel_with_named_set_ups(
     assert [t.get_text() for t in panel.get_xticklabels()] == ["mutex x1", "counter x8"]
     assert [t.get_text() for t in panel.get_legend().get_texts()] == [
         "aiocoord-telemetry/api (API only, no SDK configured)",
-        "aiocoord-telemetry/sdk (SDK, every span exported to memory)",
-        "aiocoord-telemetry/sdk-requests (SDK, plus request metrics)",
+        "aiocoord-telemetry/sdk (SDK, every span sampled, batch span processor)",
+        "aiocoord-telemetry/sdk-requests (SDK, batch span processor, plus request metrics)",
     ]
     heights = sorted(round(bar.get_height(), 2) for bar in panel.patches)
     assert heights == [0.75, 0.8, 0.99]
