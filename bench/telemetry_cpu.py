@@ -24,7 +24,9 @@ points (``perf_counter`` around each outermost call, dropping the rare call
 over 0.5 ms, which was preempted): what the calls cost where they run, to set
 against what they cost in a hot loop (bench/telemetry_noop.py). A second table
 splits what each set-up adds to ``no-otel``: inside the calls, in the garbage
-collector, and the rest of the client.
+collector, and the rest of the client. ``CPU_INSIDE=api`` also sums, inside
+those calls, the time in the OpenTelemetry API and SDK calls they make (the rest
+is aiocoord's own code), printed per worker.
 
 Run::
 
@@ -135,6 +137,8 @@ async def _counter_loop(connect: str, path: str) -> Callable[[int], Any]:
 
 _inside = [0.0, 0.0]
 _depth = [0]
+_api_depth = [0]
+_in_api = [0.0]
 _dropped = [0]
 OUTLIER_S = 0.0005
 _by_call: dict[str, float] = {}
@@ -172,8 +176,46 @@ def _time_calls() -> None:
 
         setattr(owner, name, wrapper)
 
+    def timed_api(owner: Any, name: str) -> None:
+        inner = getattr(owner, name)
+        clock = time.perf_counter
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if not _depth[0] or _api_depth[0]:  # only the outermost, inside ours
+                return inner(*args, **kwargs)
+            _api_depth[0] = 1
+            started = clock()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                _api_depth[0] = 0
+                _in_api[0] += clock() - started
+
+        setattr(owner, name, wrapper)
+
     if not _telemetry.AVAILABLE:
         return
+    if os.environ.get("CPU_INSIDE") == "api":
+        # What the OpenTelemetry API and SDK take of the time inside our calls
+        # (the rest is aiocoord's own code around them).
+        from opentelemetry import context, trace
+        from opentelemetry.sdk import trace as sdk_trace
+        from opentelemetry.sdk.metrics._internal import instrument
+
+        for owner, name in (
+            (sdk_trace.Tracer, "start_span"),
+            (sdk_trace.Span, "end"),
+            (sdk_trace.Span, "set_attributes"),
+            (sdk_trace.Span, "set_attribute"),
+            (sdk_trace.Span, "is_recording"),
+            (sdk_trace.Span, "get_span_context"),
+            (instrument._Histogram, "record"),
+            (context, "attach"),
+            (context, "detach"),
+            (context, "get_current"),
+            (trace, "set_span_in_context"),
+        ):
+            timed_api(owner, name)
     for name in ("__enter__", "__exit__", "set", "outcome"):
         timed(_telemetry._Scope, name)
     timed(_telemetry.HoldRecord, "end")
@@ -205,6 +247,7 @@ async def _work(connect: str, variant: str, scenario: str, count: int) -> dict[s
             clock.reset()
             _inside[0] = _inside[1] = 0.0
             _dropped[0] = 0
+            _in_api[0] = 0.0
             _by_call.clear()
             wall = time.perf_counter()
             before = resource.getrusage(resource.RUSAGE_SELF)
@@ -225,7 +268,8 @@ async def _work(connect: str, variant: str, scenario: str, count: int) -> dict[s
     if _by_call:
         calls = {name: round(spent / count * 1e6, 1) for name, spent in _by_call.items()}
         print(
-            f"{variant} {scenario} inside, µs/op: {calls}; {_dropped[0]} preempted calls dropped",
+            f"{variant} {scenario} inside, µs/op: {calls}; {_dropped[0]} preempted calls dropped; "
+            f"in the OpenTelemetry API/SDK: {_in_api[0] / count * 1e6:.1f}",
             file=sys.stderr,
         )
     user = after.ru_utime - before.ru_utime
