@@ -183,18 +183,29 @@ class _Listing:
         self._ordered: list[str] | None = None
         self._index: dict[str, int] = {}
 
-    def first_in_line(self, me: str) -> Decision | None:
-        """The mutex rule's decision for ``me`` in O(1) (after one sort); None if
-        ``me`` is not in this listing."""
+    def _sort(self) -> list[str]:
         if self._ordered is None:
             self._ordered = sort_contenders(self.names, self._lock_names)
             self._index = {name: i for i, name in enumerate(self._ordered)}
+        return self._ordered
+
+    def first_in_line(self, me: str) -> Decision | None:
+        """The mutex rule's decision for ``me`` in O(1) (after one sort); None if
+        ``me`` is not in this listing."""
+        ordered = self._sort()
         place = self._index.get(me)
         if place is None:
             return None
         if place == 0:
             return Decision(True)
-        return Decision(False, self._ordered[place - 1], place)
+        return Decision(False, ordered[place - 1], place)
+
+    def ahead_of(self, name: str) -> str | None:
+        """The contender just ahead of ``name`` in this listing (None: none, or
+        ``name`` is not listed)."""
+        ordered = self._sort()
+        place = self._index.get(name)
+        return ordered[place - 1] if place else None
 
 
 class QueueView:
@@ -222,6 +233,8 @@ class QueueView:
         self._next: asyncio.Future[_Listing] | None = None
         self._in_flight = False
         self._released: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self.own: set[str] = set()
+        """The names of this client's contenders now in the queue."""
 
     def mark_released(self, node: str) -> None:
         """``node`` held the mutex and is about to be deleted by its holder."""
@@ -431,6 +444,8 @@ class Contender:
                 view.entering -= 1
         assert own.path is not None and own.stat is not None
         self.node = own.path
+        if view is not None:
+            view.own.add(_paths.basename(own.path))
         self.czxid = own.stat.czxid
         self.session_id = own.stat.ephemeral_owner
 
@@ -484,6 +499,9 @@ class Contender:
                 except NoNodeError:
                     raise _NodeVanished from None
             self._check_session()
+            view = self._view
+            if view is not None and not isinstance(names, _Listing):
+                names = _Listing(names, self._lock_names)
             decision = self._decide(names, me)
             if self.position is None:
                 self.position = decision.blockers
@@ -492,21 +510,31 @@ class Contender:
             if look_only:
                 self._listing = names  # the wait that follows starts from this look
                 return False
-            names = None  # a long queue's listing must not live on while we wait
             assert decision.watch is not None
-            watched = f"{self._path}/{decision.watch}"
+            watched = decision.watch
+            if view is not None and decision.blockers >= 2 and watched not in view.own:
+                # Two or more ahead, the one just ahead of another client: watch
+                # the one ahead of it, and list again once that one goes. By then
+                # the one just ahead is (or was) first, so its deletion alone
+                # proves we hold, and the listing was off the hand-off's path.
+                assert isinstance(names, _Listing)
+                watched = names.ahead_of(decision.watch) or watched
+            names = None  # a long queue's listing must not live on while we wait
+            path = f"{self._path}/{watched}"
             if deadline.at is None:
-                gone = await wait_change(client, watched, session=self.session_id)
+                gone = await wait_change(client, path, session=self.session_id)
             else:
                 if deadline.passed:
                     return False
                 with anyio.move_on_after(deadline.remaining()) as scope:
-                    gone = await wait_change(client, watched, session=self.session_id)
+                    gone = await wait_change(client, path, session=self.session_id)
                 if scope.cancelled_caught:
                     return False
             if gone is Gone.SESSION_ENDED:
                 raise _NodeVanished  # the watch belongs to another session
             self._check_session()
+            if watched != decision.watch:
+                continue  # list again: the one just ahead of us may now be first
             deleted = gone is not None
             if deleted and decision.blockers == 1 and self._shortcut:
                 return True
@@ -529,10 +557,15 @@ class Contender:
     async def abandon(self) -> None:
         """Delete our node (or the one a lost create left), shielded and time-bounded."""
         own, self._own = self._own, None
+        self._forget_own()
         self.node = None
         self._holding = False
         if own is not None:
             await own.delete()
+
+    def _forget_own(self) -> None:
+        if self._view is not None and self.node is not None:
+            self._view.own.discard(_paths.basename(self.node))
 
     async def release(self) -> None:
         """Give up our place (held or not): delete the node, surviving connection loss.
@@ -544,6 +577,7 @@ class Contender:
             return
         if self._holding and self._view is not None:
             self._view.mark_released(_paths.basename(node))
+        self._forget_own()
         self._holding = False
         await self._delete(node)
         self.node = None
