@@ -95,6 +95,9 @@ async def test_power_of_two_choices_keeps_in_flight_requests_near_even(started: 
             reader.provider("api", strategy=strategy) as provider,
             contextlib.AsyncExitStack() as stack,
         ):
+            # The two choices are random: a fixed seed makes the spread below a
+            # property of the rule, not of luck (uniform picks spread by about 13).
+            provider._chooser.rng.seed(26)
             for _ in range(200):
                 await stack.enter_async_context(provider.using(timeout=0))
             counts = [provider.outstanding(api(f"i-{n}")) for n in range(4)]
