@@ -17,7 +17,8 @@ does not depend on how loaded the machine is:
 - server writes per add: the leader's ``Zxid`` advance over the run divided
   the same way (failed writes take a zxid and a log append too);
 - for aiocoord, the requests each process sent by kind (counted where the
-  session layer hands a request to the socket), and its CPU time per add.
+  session layer hands a request to the socket), its socket reads (``(reads)``:
+  each a wake-up of the process) and its CPU time per add.
 
 Usage::
 
@@ -89,8 +90,17 @@ def _count_requests() -> collections.Counter[str]:
             sent[OPCODES.get(op.opcode, str(op.opcode))] += 1
         return submit_all(self, ops)
 
+    # Each socket read is a wake-up of the process (on one core, a context
+    # switch to it), which is what a queued add's client CPU goes on.
+    buffer_updated = _connection.Connection.buffer_updated
+
+    def counted_buffer_updated(self: Any, nbytes: int) -> None:
+        sent["(reads)"] += 1
+        buffer_updated(self, nbytes)
+
     _connection.Connection.submit = counted_submit  # type: ignore[method-assign]
     _connection.Connection.submit_all = counted_submit_all  # type: ignore[method-assign]
+    _connection.Connection.buffer_updated = counted_buffer_updated  # type: ignore[method-assign]
     return sent
 
 
