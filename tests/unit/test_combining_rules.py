@@ -73,7 +73,10 @@ def test_the_queue_state_round_trips_and_starts_empty() -> None:
     again = _State.decode("/c/combining", state.encode(), STAT)
     assert (again.upto, again.value, again.version, again.batches) == (47, 7, 3, (batch,))
     assert again.stat_version == STAT.version
-    assert [batch.pre_of(seq) for seq in (40, 41, 47, 42)] == [5, 6, 8, None]
+    found = [_State.result("/c/combining", state.encode(), seq) for seq in (40, 41, 47, 42, 48)]
+    assert [None if f is None else f.pre for _upto, f in found] == [5, 6, 8, None, None]
+    assert {(f.value, f.version, f.size) for _upto, f in found if f is not None} == {(7, 3, 3)}
+    assert {upto for upto, _f in found} == {47}
     empty = _State.decode("/c/combining", b"", STAT)
     assert (empty.upto, empty.batches) == (-1, ())
 
@@ -108,6 +111,28 @@ def batch_runs(draw: st.DrawFn) -> tuple[_Batch, ...]:
 def test_any_run_of_batches_round_trips(batches: tuple[_Batch, ...]) -> None:
     state = _State(5, 6, 7, batches, 3)
     assert _State.decode("/c/combining", state.encode(), STAT).batches == batches
+
+
+@given(batch_runs(), st.data())
+def test_a_requester_finds_its_result_as_the_batch_that_applied_it_says(
+    batches: tuple[_Batch, ...], data: st.DataObject
+) -> None:
+    """Each request's value before its adds: its batch's start plus the adds
+    applied before it in that batch."""
+    upto = max((b.first + b.offsets[-1] for b in batches), default=-1)
+    encoded = _State(upto, 6, 7, batches, 3).encode()
+    expected = {}
+    for batch in batches:
+        for index, offset in enumerate(batch.offsets):
+            expected[batch.first + offset] = (batch.start + sum(batch.added[:index]), batch.size)
+    seq = data.draw(st.sampled_from(sorted(expected)) if expected else st.integers(0, 9))
+    seen_upto, found = _State.result("/c/combining", encoded, seq)
+    assert seen_upto == upto
+    if seq in expected:
+        assert found is not None and (found.pre, found.size) == expected[seq]
+        assert (found.value, found.version, found.alone) == (6, 7, False)
+    else:
+        assert found is None
 
 
 def test_the_state_keeps_the_newest_results_within_its_budget() -> None:
@@ -149,6 +174,8 @@ def test_the_state_keeps_the_newest_results_within_its_budget() -> None:
 def test_a_garbled_queue_state_is_a_typed_error(data: bytes) -> None:
     with pytest.raises(CorruptValueError, match="combining state"):
         _State.decode("/c/combining", data, STAT)
+    with pytest.raises(CorruptValueError, match="combining state"):
+        _State.result("/c/combining", data, 1)  # a requester looking for its result
 
 
 @given(
@@ -161,9 +188,12 @@ def test_a_garbled_queue_state_is_a_typed_error(data: bytes) -> None:
 def test_any_json_in_the_batches_decodes_or_is_a_typed_error(batches: object) -> None:
     data = json.dumps({"upto": 1, "value": 2, "version": 3, "batches": batches}).encode()
     try:
-        state = _State.decode("/c/combining", data, STAT)
+        _State.result("/c/combining", data, 1)
     except CorruptValueError:
+        with pytest.raises(CorruptValueError):
+            _State.decode("/c/combining", data, STAT)
         return
+    state = _State.decode("/c/combining", data, STAT)  # what a requester accepts, a combiner does
     numbers = [state.upto, state.value, state.version]
     for batch in state.batches:
         numbers += [batch.first, batch.start, batch.size, *batch.offsets, *batch.added]
