@@ -44,20 +44,9 @@ if mode == "sdk":
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(Dropping()))
     trace.set_tracer_provider(provider)
-from aiocoord import Telemetry, _telemetry
+from bench.telemetry_setups import mutex_grant
 
-tags = _telemetry.recipe_tags(Telemetry(), "mutex", "/bench/lock")
-HOLD = "aiocoord.lock.hold.duration"
-
-def grant():
-    # Mutex.acquire and release, as bench/telemetry_noop.py's.
-    with _telemetry.span("aiocoord.lock.acquire", tags, duration=_telemetry.WAIT) as op:
-        op.set("aiocoord.queue_position", 0)
-        record = _telemetry.start_hold("aiocoord.lock.hold", tags, token=42, duration=HOLD)
-        op.outcome("acquired")
-        if op.recording:
-            op.set("aiocoord.fencing_token", 42)
-    record.end("released")
+grant = mutex_grant()
 
 clock = time.thread_time
 for _ in range(500):

@@ -64,22 +64,11 @@ if mode.startswith("sdk"):
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
     metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
-tags = _telemetry.recipe_tags(Telemetry(), "mutex", "/bench/lock")
+from bench.telemetry_setups import mutex_grant
 counter_tags = _telemetry.recipe_tags(Telemetry(), "atomic_long", "/bench/counter")
-HOLD = "aiocoord.lock.hold.duration"
 ADD = "aiocoord.counter.add.duration"
 
-def mutex():
-    # Mutex.acquire and release: the acquire span (queue position, fencing token),
-    # the hold started by the grant inside it, and ended by the release.
-    with _telemetry.span("aiocoord.lock.acquire", tags, duration=_telemetry.WAIT) as op:
-        op.set("aiocoord.queue_position", 0)
-        record = _telemetry.start_hold("aiocoord.lock.hold", tags, token=42, duration=HOLD)
-        op.outcome("acquired")
-        if op.recording:
-            op.set("aiocoord.fencing_token", 42)
-    if record is not None:
-        record.end("released")
+mutex = mutex_grant()
 
 def counter():
     with _telemetry.span("aiocoord.counter.add", counter_tags, duration=ADD) as op:
@@ -98,7 +87,7 @@ def requests():
 def empty():
     pass
 
-shapes = [mutex, counter, requests, empty]
+shapes = {"mutex": mutex, "counter": counter, "requests": requests, "empty": empty}
 if exporter is not None:
     tracer = trace.get_tracer("floor")
     meter = metrics.get_meter("floor")
@@ -152,12 +141,14 @@ if exporter is not None:
         for attributes in Q:
             request_h.record(0.0005, attributes)
 
-    shapes += [floor_mutex, floor_counter, floor_requests]
+    shapes.update(
+        floor_mutex=floor_mutex, floor_counter=floor_counter, floor_requests=floor_requests
+    )
 
 DRAIN = 1000  # operations between two drains of the exporter and reader
 best = []
 for _ in range(repeat):
-    for fn in shapes:
+    for name, fn in shapes.items():
         start = time.process_time()
         for _ in range(loops // DRAIN):
             for _ in range(DRAIN):
@@ -165,13 +156,15 @@ for _ in range(repeat):
             if exporter is not None:
                 exporter.clear()
                 reader.get_metrics_data()
-        best.append((fn.__name__, (time.process_time() - start) / loops))
+        best.append((name, (time.process_time() - start) / loops))
 base = sorted(t for name, t in best if name == "empty")[repeat // 2]
 out = {"mode": mode}
-for shape in shapes[:3] + shapes[4:]:
-    times = sorted(t for name, t in best if name == shape.__name__)
+for shape in shapes:
+    if shape == "empty":
+        continue
+    times = sorted(t for name, t in best if name == shape)
     low, median, high = times[0], times[repeat // 2], times[-1]
-    out[shape.__name__] = [(median - base) * 1e6, (low - base) * 1e6, (high - base) * 1e6]
+    out[shape] = [(median - base) * 1e6, (low - base) * 1e6, (high - base) * 1e6]
 print(json.dumps(out))
 """
 

@@ -135,3 +135,31 @@ async def configure(variant: str) -> AsyncIterator[Callable[[], dict[str, Any]]]
             await drainer
         if provider is not None:
             provider.shutdown()
+
+
+def mutex_grant() -> Callable[[], None]:
+    """One Mutex grant's telemetry calls, as ``Mutex.acquire`` and ``release``
+    make them: the acquire span (queue position, fencing token) timed by the
+    wait histogram, and the hold record started inside it, ended by the release.
+
+    For the benches that time these calls without a server
+    (bench/telemetry_noop.py, bench/telemetry_cold.py), so that both time the
+    same calls. Call it once the process's set-up is configured.
+    """
+    from aiocoord import Telemetry, _telemetry
+
+    tags = _telemetry.recipe_tags(Telemetry(), "mutex", "/bench/lock")
+    span, start_hold, wait = _telemetry.span, _telemetry.start_hold, _telemetry.WAIT
+    hold = "aiocoord.lock.hold.duration"
+
+    def grant() -> None:
+        with span("aiocoord.lock.acquire", tags, duration=wait) as op:
+            op.set("aiocoord.queue_position", 0)
+            record = start_hold("aiocoord.lock.hold", tags, token=42, duration=hold)
+            op.outcome("acquired")
+            if op.recording:
+                op.set("aiocoord.fencing_token", 42)
+        if record is not None:
+            record.end("released")
+
+    return grant
