@@ -337,7 +337,7 @@ async def _on_server(
         aiocoord.connect(servers.connect_string) as client,
     ):
         await client.ensure_path(bench_run.ZNODE_ROOT)
-        await bench_run.warm_up_server(client, bench_run.SERVER_WARMUP_S)
+        await bench_run.warm_up_server(client, config.warmup_s)
         for repeat in range(args.repeat):
             for sessions in args.sessions:
                 for library in args.libraries:

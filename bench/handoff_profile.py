@@ -201,7 +201,7 @@ async def main() -> int:
                 )
             async with aiocoord.connect(server.connect_string) as client:
                 await client.ensure_path(driver.ZNODE_ROOT)
-                await driver.warm_up_server(client, driver.SERVER_WARMUP_S)
+                await driver.warm_up_server(client, driver.SERVER_CONFIGS[0].warmup_s)
                 for contenders in levels:
                     for library in wanted:
                         command = (*client_pin, *commands[library])

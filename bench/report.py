@@ -222,6 +222,12 @@ def servers(document: Row) -> list[Row]:
     return [{"name": DEFAULT_SERVER, "title": config["server"]}]
 
 
+def _warmed(server: Row) -> str:
+    """How long the fresh servers were loaded before the first run (older documents: unknown)."""
+    seconds = server.get("server_warmup_s")
+    return "" if seconds is None else f", loaded for {seconds:g} s before the first run"
+
+
 def _rows_of(document: Row, server: str) -> list[Row]:
     return [r for r in document["results"] if r.get("server", DEFAULT_SERVER) == server]
 
@@ -236,7 +242,7 @@ def markdown(document: Row) -> str:
         f"Linux {machine['kernel']}",
         "- Software: " + ", ".join(f"{name} {version}" for name, version in versions.items()),
         "- Servers: "
-        + "; ".join(f"**{c['name']}**: {c['title']}" for c in configs)
+        + "; ".join(f"**{c['name']}**: {c['title']}{_warmed(c)}" for c in configs)
         + ". Each configuration runs on fresh servers, pinned to core 0; every library's "
         "runner is one process pinned to core 1"
         + ("" if config["pinned"] else " (**not pinned this time**: see notes)")

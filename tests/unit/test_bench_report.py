@@ -97,3 +97,17 @@ def test_chart_draws_the_ratios_to_no_otel_with_named_set_ups(
     ]
     heights = sorted(round(bar.get_height(), 2) for bar in panel.patches)
     assert heights == [0.75, 0.8, 0.99]
+
+
+def test_the_header_says_how_long_the_servers_were_loaded_before_the_first_run() -> None:
+    document = _document()
+    servers = report.servers(document)
+    header = report.markdown(document).split("\n## ", 1)[0]
+    assert "loaded for" not in header  # a document from before the field: nothing claimed
+    document["config"]["servers"] = [
+        {**servers[0], "server_warmup_s": 8.0},
+        {"name": "ensemble", "title": "3-node ensemble", "server_warmup_s": 90.0},
+    ]
+    header = report.markdown(document).split("\n## ", 1)[0]
+    assert ", loaded for 8 s before the first run" in header
+    assert "**ensemble**: 3-node ensemble, loaded for 90 s before the first run" in header
