@@ -155,6 +155,23 @@ async def test_bounded_counter_never_oversells(started) -> None:
     assert (await AtomicLong(clients[0], "/tickets").get()).post_value == 100
 
 
+async def test_an_add_refused_within_a_batch_reports_the_value_it_met(
+    coord: aiocoord.Client,
+) -> None:
+    # Calls made together share a write, which takes the second to the bound.
+    counter = AtomicLong(coord, "/seats")
+    await counter.force_set(8)
+    calls = [asyncio.create_task(counter.increment(upper=10)) for _ in range(4)]
+    results = await asyncio.gather(*calls)
+    assert [(r.succeeded, r.pre_value, r.post_value) for r in results] == [
+        (True, 8, 9),
+        (True, 9, 10),
+        (False, 10, 10),
+        (False, 10, 10),
+    ]
+    assert all(r.reason is AtomicFailure.BOUND and r.stats.batch_size > 1 for r in results[2:])
+
+
 async def test_bound_refusal_can_raise(coord: aiocoord.Client) -> None:
     stock = AtomicLong(coord, "/stock")
     await stock.force_set(2)

@@ -419,11 +419,18 @@ class _Batcher(AddQueue):
     def _settle(
         self, batch: list[AddRequest], grants: list[Grant] | None, stats: AtomicStats, pre: int
     ) -> None:
-        """Give each caller its result; ``grants`` None: the retries ran out (contention)."""
+        """Give each caller its result; ``grants`` None: the retries ran out (contention).
+
+        An add refused by its bound reports the value it was refused at: the
+        batch's start plus the adds granted before it.
+        """
+        current = pre
         for i, request in enumerate(batch):
+            granted = None if grants is None else grants[i]
+            if isinstance(granted, tuple):
+                current = granted[1]  # applied, even for a caller no longer waiting
             if request.future.done():
                 continue
-            granted = None if grants is None else grants[i]
             if granted is None:
                 value: AtomicValue[int] = AtomicValue(
                     False, pre, pre, stats, AtomicFailure.CONTENTION
@@ -438,7 +445,7 @@ class _Batcher(AddQueue):
                 )
                 continue
             else:
-                value = AtomicValue(False, pre, pre, stats, AtomicFailure.BOUND)
+                value = AtomicValue(False, current, current, stats, AtomicFailure.BOUND)
             request.future.set_result(value)
 
 
