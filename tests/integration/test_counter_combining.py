@@ -119,14 +119,28 @@ async def test_tasks_sharing_a_client_queue_as_one_request(started) -> None:
     blocker, a, b = await started(3)
     await block_queue(blocker)
     first, second = await queued_counters([a, b])
-    calls = [asyncio.create_task(first.add(2)) for _ in range(5)]
+    # An add that finds none under way goes alone, from its caller's task;
+    # the ones made meanwhile wait for it, then share the next request.
+    calls = [asyncio.create_task(first.add(1))]
+    await until_pending(blocker, 2)
+    calls += [asyncio.create_task(first.add(2)) for _ in range(4)]
     calls.append(asyncio.create_task(second.add(-1, lower=-1)))
-    await until_pending(blocker, 3)  # a's five adds are one request (in its data)
+    await until_pending(blocker, 3)
     await blocker.aclose()
     results = await asyncio.gather(*calls)
     assert all(r.succeeded for r in results)
-    assert (await first.get()).post_value == 9
-    assert sorted(r.post_value for r in results[:5]) in ([2, 4, 6, 8, 10], [1, 3, 5, 7, 9])
+    # a's first add and b's in one transaction, then a's four in one request.
+    assert [(r.post_value, r.stats.batch_size) for r in (results[0], results[5])] == [
+        (1, 2),
+        (0, 2),
+    ]
+    assert sorted((r.post_value, r.stats.batch_size) for r in results[1:5]) == [
+        (2, 4),
+        (4, 4),
+        (6, 4),
+        (8, 4),
+    ]
+    assert (await first.get()).post_value == 8
 
 
 async def test_a_direct_write_between_combined_writes_is_kept(started) -> None:
@@ -207,6 +221,88 @@ async def test_a_corrupt_counter_fails_a_queued_add_which_leaves_the_queue(start
         await call
     assert await a.children(QUEUE) == []  # withdrawn: nobody applies it later
     assert (await a.get("/c"))[0] == b"abc"  # and nothing overwrote the garbage
+
+
+async def until_queued(client: aiocoord.Client, count: int) -> None:
+    """Wait until exactly ``count`` nodes wait in the queue."""
+    while True:
+        names, _stat, watch = await client.watch_children(QUEUE)
+        try:
+            if len(names) == count:
+                return
+            await watch
+        finally:
+            watch.cancel()
+
+
+async def test_a_queued_add_whose_caller_is_cancelled_leaves_the_queue(started) -> None:
+    # The add runs in its caller's task: a cancel (a timeout around the call)
+    # must not leave a request that holds every later one behind it.
+    blocker, a, b = await started(3)
+    await block_queue(blocker)
+    cancelled, kept = await queued_counters([a, b])
+    cancelled_call = asyncio.create_task(cancelled.increment())
+    await until_pending(blocker, 2)
+    kept_call = asyncio.create_task(kept.increment())
+    await until_pending(blocker, 3)
+    cancelled_call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled_call
+    await until_queued(blocker, 2)  # the cancelled request is gone, unapplied
+    await blocker.aclose()
+    result = await kept_call
+    assert (result.pre_value, result.post_value) == (0, 1)
+    assert (await kept.get()).post_value == 1
+    result = await cancelled.increment()  # the cancelled counter queues again
+    assert (result.pre_value, result.post_value) == (1, 2)
+
+
+async def test_a_cancel_while_the_request_is_created_leaves_nothing_queued(
+    private_zookeeper: ZooKeeperServer,
+) -> None:
+    async with (
+        aiocoord.connect(private_zookeeper.connect_string) as blocker,
+        aiocoord.connect(private_zookeeper.connect_string) as client,
+    ):
+        await block_queue(blocker)
+        (counter,) = await queued_counters([client])
+        private_zookeeper.pause()
+        try:
+            call = asyncio.create_task(counter.increment())
+            await written(client, 2)  # the request's create and the listing
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+        finally:
+            private_zookeeper.resume()
+        # Found by its marker and deleted once the create's reply is in.
+        await until_queued(blocker, 1)
+        await blocker.aclose()
+        assert (await counter.get()).post_value == 0
+        assert (await counter.increment()).post_value == 1
+
+
+async def test_a_lone_add_cancelled_in_flight_is_applied_once_or_not(
+    private_zookeeper: ZooKeeperServer,
+) -> None:
+    async with aiocoord.connect(private_zookeeper.connect_string) as client:
+        counter = AtomicLong(client, "/c")
+        await counter.increment()
+        private_zookeeper.pause()
+        try:
+            lone = asyncio.create_task(counter.increment())
+            await written(client, 1)  # its own write, sent from its own task
+            behind = asyncio.create_task(counter.add(10))  # queues behind it
+            await asyncio.sleep(0)
+            lone.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await lone
+        finally:
+            private_zookeeper.resume()
+        result = await behind  # drained after the cancelled write, not lost with it
+        assert result.succeeded and result.post_value == result.pre_value + 10
+        assert result.pre_value in (1, 2)  # the cancelled add: applied once or not at all
+        assert (await counter.get()).post_value == result.post_value
 
 
 async def test_combining_is_off_with_a_promotion_lock_and_refused_with_one(coord) -> None:

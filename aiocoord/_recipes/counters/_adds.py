@@ -91,13 +91,25 @@ class AddQueue:
 
     ``apply`` settles every request's future; if it raises, the requests it
     left unsettled get the error.
+
+    With ``apply_alone_in_caller``, an add that finds nothing queued and
+    nothing being applied is applied in its caller's task instead. Handing it
+    to a drainer task and its result back costs two passes of the event loop
+    per add, half of what a lone add's write costs the client; a cancelled
+    caller then stops its own write where it is (applied or not, as any
+    cancelled write), and adds that arrive meanwhile wait for it, then drain
+    as usual. Only for an ``apply`` that a cancel leaves consistent.
     """
+
+    apply_alone_in_caller = False
 
     def __init__(self, client: Client, name: str) -> None:
         self.client = client
         self._name = name
         self._queue: list[AddRequest] = []
         self._drainer: asyncio.Task[None] | None = None
+        self._in_caller = False
+        """Whether a caller is applying its own add (the others queue behind it)."""
 
     async def apply(self, batch: list[AddRequest]) -> None:
         raise NotImplementedError
@@ -105,8 +117,11 @@ class AddQueue:
     async def add(self, delta: int, lower: int | None, upper: int | None) -> AtomicValue[int]:
         future: asyncio.Future[AtomicValue[int]] = asyncio.get_running_loop().create_future()
         request = AddRequest(delta, lower, upper, future)
+        idle = self._drainer is None and not self._in_caller
+        if idle and self.apply_alone_in_caller:
+            return await self._apply_in_caller(request)
         self._queue.append(request)
-        if self._drainer is None:
+        if idle:
             self._drainer = self.client.start_background(self._drain(), name=self._name)
         try:
             return await future
@@ -116,6 +131,23 @@ class AddQueue:
             with contextlib.suppress(ValueError):
                 self._queue.remove(request)
             raise
+
+    async def _apply_in_caller(self, request: AddRequest) -> AtomicValue[int]:
+        self._in_caller = True
+        try:
+            await self.apply([request])
+        except Exception:
+            if not request.future.done():
+                raise
+        except BaseException:
+            if request.future.done():
+                request.future.exception()  # nobody will read it: not an unretrieved error
+            raise
+        finally:
+            self._in_caller = False
+            if self._queue:
+                self._drainer = self.client.start_background(self._drain(), name=self._name)
+        return request.future.result()
 
     async def _drain(self) -> None:
         try:

@@ -32,6 +32,7 @@ Curator's DistributedAtomicLong never reads.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import json
@@ -359,7 +360,14 @@ class Combiner:
 
         Raises OutcomeUnknownError if the result cannot be known (see the module).
         """
-        node, seq, ahead = await self._enqueue(*_request_name(entries))
+        own = self._request(*_request_name(entries))
+        try:
+            node, seq, ahead = await self._enqueue(own)
+        except asyncio.CancelledError:
+            # Cancelled with the create maybe sent: a request nobody waits for
+            # would hold everyone queued behind it.
+            self._start_abandon(own)
+            raise
         client = self._client
         read: tuple[bytes, Stat] | None = None
         try:
@@ -416,17 +424,25 @@ class Combiner:
             if error.path != self._path:
                 self._start_abandon(node)
             raise  # a corrupt counter: submit withdraws the request itself
-        except Exception:
+        except BaseException:  # a cancel too: the add then may or may not be applied
             self._start_abandon(node)
             raise
 
-    def _start_abandon(self, node: str) -> None:
+    def _start_abandon(self, node: str | OwnNode) -> None:
         if not self._client.closed:
+            name = node if isinstance(node, str) else node.target
             self._client.start_background(
-                self._abandon(node), name=f"aiocoord-counter-abandon {node}"
+                self._abandon(node), name=f"aiocoord-counter-abandon {name}"
             )
 
-    async def _abandon(self, node: str) -> None:
+    async def _abandon(self, node: str | OwnNode) -> None:
+        if isinstance(node, OwnNode):
+            if not node.created:
+                # Cut off before the create's reply: found by its marker, if it was made.
+                await node.delete()
+                return
+            assert node.path is not None
+            node = node.path
         client = self._client
         while True:
             try:
@@ -456,15 +472,9 @@ class Combiner:
             return False
         return True
 
-    async def _enqueue(self, name: str, payload: bytes) -> tuple[str, int, list[tuple[int, str]]]:
-        """Create our request, and list who is ahead of it, in one round trip.
-
-        Every request listed is pending: a transaction that applies requests
-        deletes them, so no state needs reading to tell who is ahead.
-        """
-        client = self._client
-        own = OwnNode(
-            client,
+    def _request(self, name: str, payload: bytes) -> OwnNode:
+        return OwnNode(
+            self._client,
             self._queue,
             name,
             payload,
@@ -475,6 +485,14 @@ class Combiner:
             sequential=True,
             acl=self._acl,
         )
+
+    async def _enqueue(self, own: OwnNode) -> tuple[str, int, list[tuple[int, str]]]:
+        """Create our request, and list who is ahead of it, in one round trip.
+
+        Every request listed is pending: a transaction that applies requests
+        deletes them, so no state needs reading to tell who is ahead.
+        """
+        client = self._client
         listed = await own.create(list_children=True)
         assert own.path is not None
         node = own.path

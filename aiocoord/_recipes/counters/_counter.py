@@ -355,6 +355,10 @@ class _Batcher(AddQueue):
     is applied alone there (contention is over).
     """
 
+    # A cancel leaves it consistent: each write is atomic, and a combining
+    # request whose caller is cancelled is taken back out of the queue.
+    apply_alone_in_caller = True
+
     def __init__(
         self,
         engine: _Engine[int],
