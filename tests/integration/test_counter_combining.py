@@ -8,6 +8,7 @@ exactly which requests share one transaction, without timing.
 from __future__ import annotations
 
 import asyncio
+import random
 
 import pytest
 from _waiting import written
@@ -303,6 +304,40 @@ async def test_a_lone_add_cancelled_in_flight_is_applied_once_or_not(
         assert result.succeeded and result.post_value == result.pre_value + 10
         assert result.pre_value in (1, 2)  # the cancelled add: applied once or not at all
         assert (await counter.get()).post_value == result.post_value
+
+
+async def test_adds_cut_short_by_timeouts_never_double_nor_hold_the_queue(started) -> None:
+    # Callers on three clients put short timeouts around some of their adds:
+    # cancels land at every step (the create, the wait, the combined write).
+    # Each cancelled add counts once or not at all, and none is left queued.
+    clients = await started(3)
+    rng = random.Random(36)
+    succeeded = cancelled = queued = 0
+
+    async def caller(client: aiocoord.Client, limits: list[float | None]) -> None:
+        nonlocal succeeded, cancelled, queued
+        counter = AtomicLong(client, "/c")
+        for limit in limits:
+            try:
+                async with asyncio.timeout(limit):
+                    result = await counter.increment()
+            except TimeoutError:
+                cancelled += 1
+                continue
+            assert result.succeeded
+            succeeded += 1
+            queued += result.stats.queued_time > 0
+
+    plans = [
+        [rng.choice([None, None, 0.0005, 0.002, 0.005]) for _ in range(40)] for _ in range(3 * 4)
+    ]
+    await asyncio.gather(*(caller(clients[i % 3], plan) for i, plan in enumerate(plans)))
+    assert succeeded > 0 and cancelled > 0 and queued > 0
+    await until_queued(clients[0], 0)  # cancelled requests were taken back
+    final = (await AtomicLong(clients[0], "/c").get()).post_value
+    assert succeeded <= final <= succeeded + cancelled
+    result = await AtomicLong(clients[1], "/c").increment()
+    assert (result.pre_value, result.post_value) == (final, final + 1)
 
 
 async def test_combining_is_off_with_a_promotion_lock_and_refused_with_one(coord) -> None:
