@@ -172,6 +172,21 @@ async def test_an_add_refused_within_a_batch_reports_the_value_it_met(
     assert all(r.reason is AtomicFailure.BOUND and r.stats.batch_size > 1 for r in results[2:])
 
 
+async def test_counters_of_a_closed_client_refuse_with_client_closed(client_factory) -> None:
+    client = client_factory()
+    await client.start()
+    counters = [
+        AtomicLong(client, "/closed"),
+        aiocoord.ShardedCounter(client, "/closed-shards", upper=10),
+    ]
+    for counter in counters:
+        await counter.increment()
+    await client.aclose()
+    for counter in counters:
+        with pytest.raises(aiocoord.ClientClosedError):
+            await counter.increment()
+
+
 async def test_bound_refusal_can_raise(coord: aiocoord.Client) -> None:
     stock = AtomicLong(coord, "/stock")
     await stock.force_set(2)

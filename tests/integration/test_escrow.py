@@ -9,6 +9,7 @@ import struct
 from collections.abc import Callable
 
 import pytest
+from _waiting import written
 
 import aiocoord
 from aiocoord import (
@@ -22,7 +23,7 @@ from aiocoord import (
     RetryNTimes,
     ShardedCounter,
 )
-from aiocoord.testing import drop_connection, expire_session
+from aiocoord.testing import ZooKeeperServer, drop_connection, expire_session
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -356,22 +357,47 @@ async def test_a_call_cancelled_while_queued_is_withdrawn(coord: aiocoord.Client
     assert (await counter.get()).post_value == 2
 
 
-async def test_a_call_cancelled_during_its_write_still_counts_for_the_batch(
+async def test_a_call_cancelled_during_a_shared_write_still_counts(
     coord: aiocoord.Client,
 ) -> None:
     """As with AtomicLong: a write already under way goes ahead for the calls it
-    carries, and a cancelled caller simply stops waiting for its result."""
+    carries, and a cancelled caller among them simply stops waiting."""
     counter = ShardedCounter(coord, "/inflight", upper=10)
     await counter.initialize()
-    first = asyncio.create_task(counter.increment())
-    second = asyncio.create_task(counter.increment())
-    for _ in range(2):
-        await asyncio.sleep(0)  # both queue, then one batch takes both
-    first.cancel()
-    assert (await second).succeeded
+    # The first call finds no write under way and makes its own; the two made
+    # in the same loop pass queue behind it and share the next write.
+    first, second, third = (asyncio.create_task(counter.increment()) for _ in range(3))
+    assert (await first).stats.batch_size == 1
+    # first's end started that shared write, which went out before this task
+    # resumed: the cancel lands while it is in flight.
+    second.cancel()
+    result = await third
+    assert result.succeeded and result.stats.batch_size == 2
     with pytest.raises(asyncio.CancelledError):
-        await first
-    assert (await counter.get()).post_value == 2
+        await second
+    assert (await counter.get()).post_value == 3
+
+
+async def test_a_lone_call_cancelled_in_its_own_write_counts_once_or_not(
+    private_zookeeper: ZooKeeperServer,
+) -> None:
+    async with aiocoord.connect(private_zookeeper.connect_string) as client:
+        counter = ShardedCounter(client, "/lone", upper=10)
+        await counter.initialize()
+        assert (await counter.increment()).succeeded
+        private_zookeeper.pause()
+        try:
+            lone = asyncio.create_task(counter.increment())
+            await written(client, 1)  # its own write, from its own task
+            lone.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await lone
+        finally:
+            private_zookeeper.resume()
+        after = (await counter.get()).post_value
+        assert after in (1, 2)
+        assert (await counter.increment()).succeeded
+        assert (await counter.get()).post_value == after + 1
 
 
 async def test_its_nodes_carry_its_acl_and_strangers_are_kept_out(client_factory) -> None:

@@ -14,6 +14,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from ..._exceptions import ClientClosedError
 from ..._session import Client
 
 __all__ = [
@@ -122,7 +123,7 @@ class AddQueue:
             return await self._apply_in_caller(request)
         self._queue.append(request)
         if idle:
-            self._drainer = self.client.start_background(self._drain(), name=self._name)
+            self._start_drainer()
         try:
             return await future
         except asyncio.CancelledError:
@@ -146,8 +147,17 @@ class AddQueue:
         finally:
             self._in_caller = False
             if self._queue:
-                self._drainer = self.client.start_background(self._drain(), name=self._name)
+                self._start_drainer()
         return request.future.result()
+
+    def _start_drainer(self) -> None:
+        try:
+            self._drainer = self.client.start_background(self._drain(), name=self._name)
+        except RuntimeError:  # the client is closed: nothing will write what is queued
+            queued, self._queue[:] = self._queue[:], []
+            for request in queued:
+                if not request.future.done():
+                    request.future.set_exception(ClientClosedError("the client closed"))
 
     async def _drain(self) -> None:
         try:
