@@ -187,6 +187,33 @@ async def test_counters_of_a_closed_client_refuse_with_client_closed(client_fact
             await counter.increment()
 
 
+@pytest.mark.parametrize("when", ["first-call-in-flight", "shared-write-in-flight"])
+@pytest.mark.parametrize("kind", ["atomic", "sharded"])
+async def test_calls_under_way_when_the_client_closes_end_none_waits_forever(
+    client_factory, kind: str, when: str
+) -> None:
+    client = client_factory()
+    await client.start()
+    counter = (
+        AtomicLong(client, "/closing")
+        if kind == "atomic"
+        else aiocoord.ShardedCounter(client, "/closing", upper=100)
+    )
+    await counter.increment()
+    calls = [asyncio.create_task(counter.increment()) for _ in range(6)]
+    await asyncio.sleep(0)  # the first writes; the others queue behind it
+    if when == "shared-write-in-flight":
+        await calls[0]  # its end sent the write that carries the others
+    await client.aclose()
+    outcomes = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 30)
+    for outcome in outcomes:
+        # Applied, or ended by the close: never a cancel nobody asked for.
+        assert isinstance(
+            outcome,
+            aiocoord.AtomicValue | aiocoord.ClientClosedError | aiocoord.OutcomeUnknownError,
+        ), repr(outcome)
+
+
 async def test_bound_refusal_can_raise(coord: aiocoord.Client) -> None:
     stock = AtomicLong(coord, "/stock")
     await stock.force_set(2)

@@ -170,11 +170,18 @@ class AddQueue:
                 try:
                     await self.apply(batch)
                 except BaseException as error:
+                    # Only the client's close cancels a drainer (a background
+                    # task nobody else holds): its callers did not cancel.
+                    closed = isinstance(error, asyncio.CancelledError)
                     for request in batch:
                         if not request.future.done():
-                            request.future.set_exception(error)
+                            request.future.set_exception(
+                                ClientClosedError("the client closed") if closed else error
+                            )
                             request.future.exception()
                     if not isinstance(error, Exception):
                         raise
         finally:
             self._drainer = None
+            if self._queue:
+                self._start_drainer()  # on a closed client, this fails them

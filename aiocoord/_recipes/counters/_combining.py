@@ -429,11 +429,12 @@ class Combiner:
             raise
 
     def _start_abandon(self, node: str | OwnNode) -> None:
-        if not self._client.closed:
-            name = node if isinstance(node, str) else node.target
-            self._client.start_background(
-                self._abandon(node), name=f"aiocoord-counter-abandon {name}"
-            )
+        name = node if isinstance(node, str) else node.target
+        coro = self._abandon(node)
+        try:
+            self._client.start_background(coro, name=f"aiocoord-counter-abandon {name}")
+        except RuntimeError:  # the client is closing: its session, and our request, end with it
+            coro.close()
 
     async def _abandon(self, node: str | OwnNode) -> None:
         if isinstance(node, OwnNode):
