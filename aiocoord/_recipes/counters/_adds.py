@@ -87,22 +87,21 @@ class AddRequest:
 
 
 class AddQueue:
-    """Queues concurrent adds on one counter; one background drainer hands them
-    to :meth:`apply` a batch (at most MAX_BATCH) at a time, in arrival order.
+    """Queues concurrent adds on one counter and hands them to :meth:`apply` a
+    batch (at most MAX_BATCH) at a time, in arrival order.
+
+    An add that finds nothing queued and nothing being applied is applied in
+    its caller's task: handing it to a drainer task and its result back would
+    cost two passes of the event loop per add, half of what a lone add's write
+    costs the client. Adds that arrive meanwhile queue behind it, and one
+    background drainer applies them after it. So a cancel must leave
+    ``apply`` consistent: a cancelled caller stops its own write where it is
+    (applied or not, as any cancelled write), while a drained batch goes
+    ahead for every call it carries.
 
     ``apply`` settles every request's future; if it raises, the requests it
     left unsettled get the error.
-
-    With ``apply_alone_in_caller``, an add that finds nothing queued and
-    nothing being applied is applied in its caller's task instead. Handing it
-    to a drainer task and its result back costs two passes of the event loop
-    per add, half of what a lone add's write costs the client; a cancelled
-    caller then stops its own write where it is (applied or not, as any
-    cancelled write), and adds that arrive meanwhile wait for it, then drain
-    as usual. Only for an ``apply`` that a cancel leaves consistent.
     """
-
-    apply_alone_in_caller = False
 
     def __init__(self, client: Client, name: str) -> None:
         self.client = client
@@ -118,12 +117,9 @@ class AddQueue:
     async def add(self, delta: int, lower: int | None, upper: int | None) -> AtomicValue[int]:
         future: asyncio.Future[AtomicValue[int]] = asyncio.get_running_loop().create_future()
         request = AddRequest(delta, lower, upper, future)
-        idle = self._drainer is None and not self._in_caller
-        if idle and self.apply_alone_in_caller:
+        if self._drainer is None and not self._in_caller:
             return await self._apply_in_caller(request)
-        self._queue.append(request)
-        if idle:
-            self._start_drainer()
+        self._queue.append(request)  # the drainer, or the caller's end, takes it
         try:
             return await future
         except asyncio.CancelledError:
@@ -155,9 +151,7 @@ class AddQueue:
             self._drainer = self.client.start_background(self._drain(), name=self._name)
         except RuntimeError:  # the client is closed: nothing will write what is queued
             queued, self._queue[:] = self._queue[:], []
-            for request in queued:
-                if not request.future.done():
-                    request.future.set_exception(ClientClosedError("the client closed"))
+            _fail(queued, ClientClosedError("the client closed"))
 
     async def _drain(self) -> None:
         try:
@@ -173,15 +167,19 @@ class AddQueue:
                     # Only the client's close cancels a drainer (a background
                     # task nobody else holds): its callers did not cancel.
                     closed = isinstance(error, asyncio.CancelledError)
-                    for request in batch:
-                        if not request.future.done():
-                            request.future.set_exception(
-                                ClientClosedError("the client closed") if closed else error
-                            )
-                            request.future.exception()
+                    _fail(batch, ClientClosedError("the client closed") if closed else error)
                     if not isinstance(error, Exception):
                         raise
         finally:
             self._drainer = None
             if self._queue:
                 self._start_drainer()  # on a closed client, this fails them
+
+
+def _fail(requests: list[AddRequest], error: BaseException) -> None:
+    """Settle every request not yet settled with ``error``, marked as read: a
+    caller that stopped waiting never reads it."""
+    for request in requests:
+        if not request.future.done():
+            request.future.set_exception(error)
+            request.future.exception()

@@ -371,7 +371,7 @@ class Combiner:
         client = self._client
         read: tuple[bytes, Stat] | None = None
         try:
-            with client.only_in_session(client.session_id), self._abandon_on_error(node):
+            with client.only_in_session(client.session_id), self._abandon_on_error(own):
                 while True:
                     state: _State | None = None
                     if read is not None:
@@ -411,7 +411,7 @@ class Combiner:
             return found
 
     @contextlib.contextmanager
-    def _abandon_on_error(self, node: str) -> Iterator[None]:
+    def _abandon_on_error(self, own: OwnNode) -> Iterator[None]:
         """On an error, take our request out of the queue in the background: left
         there, it would hold everyone behind it (nobody combines it but us).
 
@@ -422,28 +422,25 @@ class Combiner:
             yield
         except CorruptValueError as error:
             if error.path != self._path:
-                self._start_abandon(node)
+                self._start_abandon(own)
             raise  # a corrupt counter: submit withdraws the request itself
         except BaseException:  # a cancel too: the add then may or may not be applied
-            self._start_abandon(node)
+            self._start_abandon(own)
             raise
 
-    def _start_abandon(self, node: str | OwnNode) -> None:
-        name = node if isinstance(node, str) else node.target
-        coro = self._abandon(node)
+    def _start_abandon(self, own: OwnNode) -> None:
+        coro = self._abandon(own)
         try:
-            self._client.start_background(coro, name=f"aiocoord-counter-abandon {name}")
+            self._client.start_background(coro, name=f"aiocoord-counter-abandon {own.target}")
         except RuntimeError:  # the client is closing: its session, and our request, end with it
             coro.close()
 
-    async def _abandon(self, node: str | OwnNode) -> None:
-        if isinstance(node, OwnNode):
-            if not node.created:
-                # Cut off before the create's reply: found by its marker, if it was made.
-                await node.delete()
-                return
-            assert node.path is not None
-            node = node.path
+    async def _abandon(self, own: OwnNode) -> None:
+        node = own.path
+        if node is None:
+            # Cut off before the create's reply: found by its marker, if it was made.
+            await own.delete()
+            return
         client = self._client
         while True:
             try:

@@ -353,11 +353,11 @@ class _Batcher(AddQueue):
     With a combiner, a batch whose compare-and-set lost goes to the
     cross-process combining queue, and so do the batches after it until one
     is applied alone there (contention is over).
-    """
 
-    # A cancel leaves it consistent: each write is atomic, and a combining
-    # request whose caller is cancelled is taken back out of the queue.
-    apply_alone_in_caller = True
+    A cancel leaves it consistent (as AddQueue requires): each write is
+    atomic, and a combining request whose caller is cancelled is taken back
+    out of the queue.
+    """
 
     def __init__(
         self,

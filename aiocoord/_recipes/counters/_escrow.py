@@ -309,11 +309,12 @@ async def _unless_conflict(
 
 class _Escrow(AddQueue):
     """Applies adds to one sharded counter for one client; remembers the shards
-    it last saw and the shard this process writes (its home)."""
+    it last saw and the shard this process writes (its home).
 
-    # A cancel leaves it consistent: every write is one versioned write or
-    # transaction, and what it remembers of the shards is only a hint.
-    apply_alone_in_caller = True
+    A cancel leaves it consistent (as AddQueue requires): every write is one
+    versioned write or transaction, and what it remembers of the shards is
+    only a hint.
+    """
 
     def __init__(
         self,
