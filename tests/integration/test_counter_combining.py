@@ -40,12 +40,12 @@ async def block_queue(client: aiocoord.Client) -> str:
     )
 
 
-async def until_pending(client: aiocoord.Client, count: int) -> None:
-    """Wait until ``count`` nodes wait in the queue."""
+async def until_pending(client: aiocoord.Client, count: int, *, exactly: bool = False) -> None:
+    """Wait until ``count`` nodes (at least, or ``exactly``) wait in the queue."""
     while True:
         names, _stat, watch = await client.watch_children(QUEUE)
         try:
-            if len(names) >= count:
+            if len(names) == count or (len(names) > count and not exactly):
                 return
             await watch
         finally:
@@ -224,18 +224,6 @@ async def test_a_corrupt_counter_fails_a_queued_add_which_leaves_the_queue(start
     assert (await a.get("/c"))[0] == b"abc"  # and nothing overwrote the garbage
 
 
-async def until_queued(client: aiocoord.Client, count: int) -> None:
-    """Wait until exactly ``count`` nodes wait in the queue."""
-    while True:
-        names, _stat, watch = await client.watch_children(QUEUE)
-        try:
-            if len(names) == count:
-                return
-            await watch
-        finally:
-            watch.cancel()
-
-
 async def test_a_queued_add_whose_caller_is_cancelled_leaves_the_queue(started) -> None:
     # The add runs in its caller's task: a cancel (a timeout around the call)
     # must not leave a request that holds every later one behind it.
@@ -249,7 +237,7 @@ async def test_a_queued_add_whose_caller_is_cancelled_leaves_the_queue(started) 
     cancelled_call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await cancelled_call
-    await until_queued(blocker, 2)  # the cancelled request is gone, unapplied
+    await until_pending(blocker, 2, exactly=True)  # the cancelled request is gone, unapplied
     await blocker.aclose()
     result = await kept_call
     assert (result.pre_value, result.post_value) == (0, 1)
@@ -277,7 +265,7 @@ async def test_a_cancel_while_the_request_is_created_leaves_nothing_queued(
         finally:
             private_zookeeper.resume()
         # Found by its marker and deleted once the create's reply is in.
-        await until_queued(blocker, 1)
+        await until_pending(blocker, 1, exactly=True)
         await blocker.aclose()
         assert (await counter.get()).post_value == 0
         assert (await counter.increment()).post_value == 1
@@ -333,7 +321,7 @@ async def test_adds_cut_short_by_timeouts_never_double_nor_hold_the_queue(starte
     ]
     await asyncio.gather(*(caller(clients[i % 3], plan) for i, plan in enumerate(plans)))
     assert succeeded > 0 and cancelled > 0 and queued > 0
-    await until_queued(clients[0], 0)  # cancelled requests were taken back
+    await until_pending(clients[0], 0, exactly=True)  # cancelled requests were taken back
     final = (await AtomicLong(clients[0], "/c").get()).post_value
     assert succeeded <= final <= succeeded + cancelled
     result = await AtomicLong(clients[1], "/c").increment()
