@@ -18,7 +18,7 @@ import ssl
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from .. import _telemetry
 from .._exceptions import ConnectionLossError, DataTooLargeError, error_for_code
@@ -157,8 +157,9 @@ class Connection(asyncio.BufferedProtocol):
     # --- asyncio.Protocol -------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # A stream transport, though not always a subclass of asyncio.Transport:
+        # uvloop's is not (an isinstance check refused every uvloop connection).
+        self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer = (str(peer[0]), int(peer[1]))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from types import TracebackType
+from typing import cast
 
 __all__ = ["TcpProxy"]
 
@@ -29,8 +30,9 @@ class _End(asyncio.Protocol):
         """It closed with an error rather than an EOF."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport, though not always a subclass of asyncio.Transport:
+        # uvloop's is not (an isinstance check refused every uvloop connection).
+        self.transport = cast(asyncio.Transport, transport)
         self._pipe.connected(self)
 
     def data_received(self, data: bytes) -> None:
