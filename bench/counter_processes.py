@@ -33,7 +33,9 @@ Usage::
 process a counter of its own (no contention: one request and one wake-up per
 add, what a wake-up costs with that many processes on the client core);
 ``curator`` is ``DistributedAtomicLong`` with ``RetryNTimes(10, 1)`` as in
-``make bench``.
+``make bench``. An aiocoord mode with ``+uvloop`` (``aiocoord+uvloop``) runs
+its processes on uvloop's event loop instead of asyncio's (the
+``(loop passes)`` count is asyncio's only).
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ OPCODES = {
     11: "ping",
 }
 AIOCOORD_MODES = ("aiocoord", "aiocoord-cas", "aiocoord-promoted", "aiocoord-apart")
+UVLOOP = "+uvloop"
 
 
 # --- the worker: one session, one task --------------------------------------------------
@@ -202,6 +205,7 @@ async def _run_aiocoord(
     mode: str, sessions: int, args: argparse.Namespace, connect: str, path: str, pin: list[str]
 ) -> dict[str, Any]:
     start = time.time() + 2.0 + 0.05 * sessions  # time for every process to connect
+    mode, uvloop, _ = mode.partition(UVLOOP)
     command = [
         *pin,
         sys.executable,
@@ -220,6 +224,7 @@ async def _run_aiocoord(
         f"{args.warmup:g}",
         "--seconds",
         f"{args.seconds:g}",
+        *(["--loop", "uvloop"] if uvloop else []),
     ]
     procs = [
         await asyncio.create_subprocess_exec(
@@ -313,7 +318,7 @@ async def _measure_one(
         record = await _run_aiocoord(library, sessions, args, connect, path, client_pin)
     after = await _srvr(servers)
     counters = ["counter"]
-    if library == "aiocoord-apart":
+    if library.startswith("aiocoord-apart"):
         counters = [name for name in await client.children(path) if name.startswith("counter-")]
     final = 0
     for name in counters:
@@ -436,8 +441,13 @@ def main() -> int:
     parser.add_argument("--path", default="")
     parser.add_argument("--mode", default="aiocoord", choices=AIOCOORD_MODES)
     parser.add_argument("--start", type=float, default=0.0)
+    parser.add_argument("--loop", default="asyncio", choices=("asyncio", "uvloop"))
     args = parser.parse_args()
     if args.role == "worker":
+        if args.loop == "uvloop":
+            import uvloop
+
+            uvloop.install()
         profile = os.environ.get("COUNTER_PROFILE")
         if profile and not os.path.exists(profile):
             import cProfile
@@ -448,6 +458,9 @@ def main() -> int:
             profiler.dump_stats(profile)
         else:
             outcome = asyncio.run(_worker(args))
+        # uvloop leaves stdout non-blocking: a line longer than the pipe's buffer
+        # would be cut short.
+        os.set_blocking(sys.stdout.fileno(), True)
         print(json.dumps(outcome))
         return 0
     if args.report:
