@@ -32,6 +32,11 @@ Usage::
 ``aiocoord-promoted`` adds ``promoted_to_lock``; ``aiocoord-apart`` gives each
 process a counter of its own (no contention: one request and one wake-up per
 add, what a wake-up costs with that many processes on the client core);
+``aiocoord-floor`` is ``aiocoord-apart`` with two reads of the counter before
+each add: three requests and three wake-ups per add and next to no recipe
+work, the least a queued add can cost (it learns its result through
+ZooKeeper: its request's reply, the event of the write that applied it, the
+read of its result);
 ``curator`` is ``DistributedAtomicLong`` with ``RetryNTimes(10, 1)`` as in
 ``make bench``. An aiocoord mode with ``+uvloop`` (``aiocoord+uvloop``) runs
 its processes on uvloop's event loop instead of asyncio's (the
@@ -74,7 +79,15 @@ OPCODES = {
     15: "create2",
     11: "ping",
 }
-AIOCOORD_MODES = ("aiocoord", "aiocoord-cas", "aiocoord-promoted", "aiocoord-apart")
+AIOCOORD_MODES = (
+    "aiocoord",
+    "aiocoord-cas",
+    "aiocoord-promoted",
+    "aiocoord-apart",
+    "aiocoord-floor",
+)
+OWN_COUNTER = ("aiocoord-apart", "aiocoord-floor")
+"""Modes in which each process has a counter of its own."""
 UVLOOP = "+uvloop"
 
 
@@ -124,7 +137,7 @@ async def _worker(args: argparse.Namespace) -> dict[str, Any]:
     sent = _count_requests()
     async with aiocoord.connect(args.connect) as client:
         path = f"{args.path}/counter"
-        if args.mode == "aiocoord-apart":
+        if args.mode in OWN_COUNTER:
             # Each process its own counter: no contention, one write per add.
             path = f"{path}-{os.getpid()}"
         options: dict[str, Any] = {}
@@ -149,6 +162,9 @@ async def _worker(args: argparse.Namespace) -> dict[str, Any]:
             if cpu_start is None and now >= window_start:
                 cpu_start, sent_start = time.process_time(), collections.Counter(sent)
             started = time.perf_counter()
+            if args.mode == "aiocoord-floor":
+                await client.get(path)
+                await client.get(path)
             try:
                 result = await counter.increment()
             except aiocoord.OutcomeUnknownError:
@@ -318,7 +334,7 @@ async def _measure_one(
         record = await _run_aiocoord(library, sessions, args, connect, path, client_pin)
     after = await _srvr(servers)
     counters = ["counter"]
-    if library.startswith("aiocoord-apart"):
+    if library.partition(UVLOOP)[0] in OWN_COUNTER:
         counters = [name for name in await client.children(path) if name.startswith("counter-")]
     final = 0
     for name in counters:
