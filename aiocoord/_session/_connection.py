@@ -448,11 +448,24 @@ async def replies(futures: Sequence[asyncio.Future[Any]]) -> list[Any]:
     cancellation by that message, so a deadline (``move_on_after``) that fired
     then let the error escape as a cancellation nobody asked for. Here the
     caller's own cancellation is what propagates; the requests are abandoned.
+
+    Nor ``asyncio.wait``: its completion callbacks take a pass of the event
+    loop of their own before the caller wakes. ZooKeeper answers a session's
+    requests in the order they were sent, and a lost connection fails all in
+    flight at once, so the last request's reply is normally the last to come:
+    awaiting it alone wakes the caller with the reply.
     """
     if not futures:
         return []
+    last = futures[-1]
     try:
-        await asyncio.wait(futures)
+        # (Not contextlib.suppress: two more Python calls on every pipeline.)
+        try:  # noqa: SIM105
+            await last
+        except Exception:  # an error reply: read below, as a value
+            pass
+        if not all(future.done() for future in futures):  # replies out of order
+            await asyncio.wait(futures)
     except asyncio.CancelledError:
         for future in futures:
             if future.done() and not future.cancelled():

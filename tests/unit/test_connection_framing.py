@@ -21,7 +21,7 @@ import pytest
 import aiocoord
 from aiocoord import ConnectionLossError, SessionExpiredError, ZooKeeperError
 from aiocoord._session import _zk
-from aiocoord._session._connection import Connection
+from aiocoord._session._connection import Connection, replies
 
 # ZooKeeper's special xids.
 XID_WATCH_EVENT = -1
@@ -361,6 +361,34 @@ async def test_replies_out_of_order_are_still_matched_by_xid() -> None:
     peer.feed(reply(3, b"c") + reply(1, b"a") + reply(2, b"b"))
     assert [await f for f in futures] == [b"a", b"b", b"c"]
     assert not peer.transport.is_closing()
+
+
+async def test_a_pipeline_waits_for_every_reply_whatever_their_order() -> None:
+    """A pipeline's caller waits on its last request, which ZooKeeper answers
+    last; replies in another order must not end the wait early."""
+    loop = asyncio.get_running_loop()
+    futures: list[asyncio.Future[Any]] = [loop.create_future() for _ in range(3)]
+    waiting = asyncio.create_task(replies(futures))
+    futures[2].set_result("c")
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    futures[0].set_exception(aiocoord.NoNodeError("/a"))
+    futures[1].set_result("b")
+    a, b, c = await waiting
+    assert isinstance(a, aiocoord.NoNodeError) and (b, c) == ("b", "c")
+
+
+async def test_a_cancelled_pipeline_abandons_its_requests() -> None:
+    loop = asyncio.get_running_loop()
+    futures: list[asyncio.Future[Any]] = [loop.create_future() for _ in range(2)]
+    futures[0].set_exception(aiocoord.NoNodeError("/a"))  # answered, never read
+    waiting = asyncio.create_task(replies(futures))
+    await asyncio.sleep(0)
+    waiting.cancel("deadline")
+    with pytest.raises(asyncio.CancelledError, match="deadline"):
+        await waiting
+    assert futures[1].cancelled()
 
 
 @pytest.mark.parametrize(
