@@ -54,6 +54,7 @@ import math
 import os
 import resource
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -242,21 +243,27 @@ async def _run_aiocoord(
         f"{args.seconds:g}",
         *(["--loop", "uvloop"] if uvloop else []),
     ]
-    procs = [
-        await asyncio.create_subprocess_exec(
-            *command,
-            cwd=bench_run.REPO,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        for _ in range(sessions)
-    ]
-    outputs = await asyncio.gather(*(p.communicate() for p in procs))
-    lines = []
-    for proc, (out, err) in zip(procs, outputs, strict=True):
-        if proc.returncode != 0:
-            raise RuntimeError(f"worker failed: {err.decode()[-1500:]}")
-        lines.append(json.loads(out.decode().strip().splitlines()[-1]))
+    # Each worker writes its result to a file: a result line of a few hundred
+    # KiB through a pipe came out cut short now and then on uvloop.
+    with tempfile.TemporaryDirectory(prefix="counter-workers-") as results:
+        files = [Path(results, f"{index}.json") for index in range(sessions)]
+        procs = [
+            await asyncio.create_subprocess_exec(
+                *command,
+                "--result",
+                str(file),
+                cwd=bench_run.REPO,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            for file in files
+        ]
+        outputs = await asyncio.gather(*(p.communicate() for p in procs))
+        lines = []
+        for proc, (_out, err), file in zip(procs, outputs, files, strict=True):
+            if proc.returncode != 0:
+                raise RuntimeError(f"worker failed: {err.decode()[-1500:]}")
+            lines.append(json.loads(file.read_text()))
     latencies = sorted(x for line in lines for x in line["latencies"])
     sent: collections.Counter[str] = collections.Counter()
     for line in lines:
@@ -458,6 +465,7 @@ def main() -> int:
     parser.add_argument("--mode", default="aiocoord", choices=AIOCOORD_MODES)
     parser.add_argument("--start", type=float, default=0.0)
     parser.add_argument("--loop", default="asyncio", choices=("asyncio", "uvloop"))
+    parser.add_argument("--result", default="", help="write the worker's result there")
     args = parser.parse_args()
     if args.role == "worker":
         if args.loop == "uvloop":
@@ -474,10 +482,10 @@ def main() -> int:
             profiler.dump_stats(profile)
         else:
             outcome = asyncio.run(_worker(args))
-        # uvloop leaves stdout non-blocking: a line longer than the pipe's buffer
-        # would be cut short.
-        os.set_blocking(sys.stdout.fileno(), True)
-        print(json.dumps(outcome))
+        if args.result:
+            Path(args.result).write_text(json.dumps(outcome))
+        else:
+            print(json.dumps(outcome))
         return 0
     if args.report:
         print(summarize(json.loads(Path(args.report).read_text())))
