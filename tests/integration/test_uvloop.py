@@ -65,7 +65,7 @@ def test_requests_replies_and_watches(zookeeper: ZooKeeperTarget) -> None:
     on_uvloop(scenario)
 
 
-def test_a_cut_connection_resumes_the_same_session(zookeeper: ZooKeeperTarget) -> None:
+def test_a_cut_connection_resumes_the_same_session(zookeeper: ZooKeeperTarget, state_log) -> None:
     host, port = zookeeper.connect_string.rsplit(":", 1)
 
     async def scenario() -> None:
@@ -74,19 +74,11 @@ def test_a_cut_connection_resumes_the_same_session(zookeeper: ZooKeeperTarget) -
             async with client:
                 session = client.session_id
                 await client.create("/mine", ephemeral=True)
-                states: list[ConnectionState] = []
-                resumed = asyncio.Event()
-
-                def on_state(state: ConnectionState) -> None:
-                    states.append(state)
-                    if state is ConnectionState.RECONNECTED:
-                        resumed.set()
-
-                client.add_listener(on_state)
+                log = state_log(client)
                 proxy.cut()
                 async with asyncio.timeout(20):
-                    await resumed.wait()
-                assert states[:2] == [ConnectionState.SUSPENDED, ConnectionState.RECONNECTED]
+                    await log.wait_for(ConnectionState.RECONNECTED)
+                assert log.states[:2] == [ConnectionState.SUSPENDED, ConnectionState.RECONNECTED]
                 assert client.session_id == session
                 assert (await client.exists("/mine")) is not None
 
