@@ -994,6 +994,10 @@ HELD: dict[str, list[Record]] = {
         {"type": "fault", "kind": "kill-leader", "t": 12.0, "end": 14.0},
         # Never registered: nothing to judge.
         *op("w1:2", "discovery", "crash", 31.0, 32.0, "fail", id="w1-gone-2"),
+        # Outlived the worker's watch while leaders changed and a member paused: excused,
+        # as it is gone by the end reading.
+        *op("w2:1", "discovery", "crash", 40.0, 64.0, "unknown", id="w2-gone-1", killed=41.0),
+        {"type": "fault", "kind": "pause-member", "t": 50.0, "end": 55.0},
         final("discovery", instances={"w0-keep-0": "1"}),
     ],
     "discovery.unique": [
@@ -1547,6 +1551,14 @@ def test_a_registrant_listed_only_after_it_said_it_registered_fails() -> None:
         ],
     )  # fmt: skip
     assert any("did not list it" in p for p in result.problems), result.problems
+
+
+def test_a_registrant_not_gone_within_the_watch_and_no_fault_around_fails() -> None:
+    result = verdict(
+        "discovery.dead-gone",
+        [*op("w0:1", "discovery", "crash", 1.0, 24.0, "unknown", id="w0-gone-1", killed=2.0)],
+    )
+    assert any("still listed" in p for p in result.problems), result.problems
 
 
 def test_a_killed_registrant_still_listed_at_the_end_fails() -> None:
