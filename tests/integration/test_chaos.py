@@ -71,7 +71,7 @@ def check_run(out: Path, returncode: int | None, stderr: str) -> None:
     report_path = out / "report.txt"
     assert report_path.is_file(), stderr[-3000:]
     report = report_path.read_text()
-    assert returncode == 0, report + stderr[-2000:]
+    assert returncode == 0, failed_first(report) + stderr[-2000:]
 
     verdicts = {name: mark for mark, name in re.findall(r"^  (PASS|FAIL)  (\S+)", report, re.M)}
     assert set(verdicts) == {check.name for check in CHECKS}, report
@@ -104,6 +104,21 @@ def check_run(out: Path, returncode: int | None, stderr: str) -> None:
     pids = [int(pid) for pid in re.findall(r"\d+", started.group(1))]
     assert len(pids) >= 3 + WORKERS
     assert [pid for pid in pids if Path(f"/proc/{pid}").exists()] == []
+
+
+def failed_first(report: str) -> str:
+    """The report with each failed invariant and its problems copied to the top: a
+    CI log that keeps only a report's ends still shows what failed."""
+    failed: list[str] = []
+    keep = False
+    for line in report.splitlines():
+        if line.startswith("  FAIL  "):
+            keep = True
+        elif line.startswith("  PASS  ") or not line.startswith("    "):
+            keep = False
+        if keep:
+            failed.append(line)
+    return "\n".join(failed) + "\n\n" + report
 
 
 async def test_the_store_never_judges_a_lease_gone_from_a_tree_that_never_saw_it(
