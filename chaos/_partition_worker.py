@@ -7,6 +7,7 @@ import contextlib
 import functools
 import itertools
 import random
+import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from ._partitions import (
     PARTITION_ITEMS,
     PARTITION_SETTLE,
     PARTITIONS,
+    server_view,
     store_resource,
 )
 from ._store import StoreClient
@@ -49,9 +51,14 @@ class Partitions:
             with contextlib.suppress(NodeExistsError):
                 await clients[0].create(f"{PARTITION_DATA}/{item}", b"0", make_parents=True)
         for index, client in enumerate(clients):
-            part = self.make(client, f"{self.worker.name}-keep-{index}")
+            part = self.make(client, self.member_id(self.worker.name, index))
             await part.start()
             self.kept.append(part)
+
+    @staticmethod
+    def member_id(worker: str, index: int) -> str:
+        """The id of the member ``worker`` keeps on its ``index``-th client."""
+        return f"{worker}-keep-{index}"
 
     @staticmethod
     def make(client: aiocoord.Client, member_id: str) -> Partitioner:
@@ -78,13 +85,41 @@ class Partitions:
                     await part.aclose()
 
     async def final(self) -> dict[str, Any]:
-        """What each kept member owns once it is stable again (or the bound passed)."""
-        members: dict[str, dict[str, Any]] = {}
-        for part in self.kept:
-            stable = False
-            with contextlib.suppress(CoordinationError, RuntimeError):
-                stable = await part.wait_stable(timeout=CACHE_SETTLE)
-            members[part.participant_id] = {"owned": sorted(part.owned), "stable": stable}
+        """What each kept member owns once the whole group has settled (or the bound
+        passed): every worker's kept members, and only they, are members on the server,
+        and each of this worker's is stable and owns what the server says it claims.
+
+        Waiting for one's own members to be stable is not enough: a worker paused past
+        its session timeout rejoins only after the others stopped, and its members'
+        return moves items again after another worker may have reported."""
+        expected = {
+            self.member_id(f"w{w}", index)
+            for w in range(self.worker.config.members)
+            for index in range(len(self.kept))
+        }
+        deadline = time.monotonic() + CACHE_SETTLE
+        client = self.worker.clients[0]
+        while True:
+            remaining = max(deadline - time.monotonic(), 0.0)
+            settled = False
+            with contextlib.suppress(CoordinationError, RuntimeError, TimeoutError):
+                for part in self.kept:
+                    await part.wait_stable(timeout=remaining)
+                async with asyncio.timeout(remaining):
+                    ids, claims = await server_view(client)
+                settled = ids == expected and all(
+                    part.assignment.stable
+                    and part.owned
+                    == {i for i, owner in claims.items() if owner == part.participant_id}
+                    for part in self.kept
+                )
+            if settled or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(0.1)
+        members: dict[str, dict[str, Any]] = {
+            part.participant_id: {"owned": sorted(part.owned), "stable": part.assignment.stable}
+            for part in self.kept
+        }
         return {
             "type": "final",
             "what": "partition-owned",

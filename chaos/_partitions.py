@@ -43,6 +43,7 @@ __all__ = [
     "partition_fenced",
     "partition_owned",
     "read_partitions",
+    "server_view",
     "store_resource",
 ]
 
@@ -58,21 +59,34 @@ def store_resource(item: str) -> str:
     return f"partition-{item}"
 
 
+async def server_view(client: aiocoord.Client) -> tuple[set[str], dict[str, str]]:
+    """The member ids and the claims (``{item: owner id}``) as the server holds them now."""
+    import aiocoord
+
+    members: set[str] = set()
+    claims: dict[str, str] = {}
+    try:
+        await client.sync(PARTITIONS)
+        names = await client.children(PARTITIONS)
+    except aiocoord.NoNodeError:
+        return members, claims
+    for name in sorted(names):
+        if name.startswith("member-"):
+            members.add(name[len("member-") :])
+        elif name.startswith("claim-"):
+            with contextlib.suppress(aiocoord.NoNodeError):
+                data, _stat = await client.get(f"{PARTITIONS}/{name}")
+                claims[name[len("claim-") :]] = data.decode(errors="replace")
+    return members, claims
+
+
 async def read_partitions(client: aiocoord.Client, history: HistoryWriter) -> None:
     """The claims as the server holds them at the end: ``{item: owner id}``."""
     import aiocoord
 
-    claims: dict[str, str] = {}
     try:
         async with asyncio.timeout(20):
-            await client.sync(PARTITIONS)
-            for name in sorted(await client.children(PARTITIONS)):
-                if name.startswith("claim-"):
-                    with contextlib.suppress(aiocoord.NoNodeError):
-                        data, _stat = await client.get(f"{PARTITIONS}/{name}")
-                        claims[name[len("claim-") :]] = data.decode(errors="replace")
-    except aiocoord.NoNodeError:
-        pass
+            _members, claims = await server_view(client)
     except (TimeoutError, aiocoord.CoordinationError) as error:
         history.write({"type": "final", "what": "partitions", "error": repr(error)})
         return
