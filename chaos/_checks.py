@@ -223,12 +223,18 @@ def _loss_told(recipe: str, *resources: str) -> Callable[..., None]:
 
 
 def _paused(history: History) -> dict[str, list[tuple[float, float]]]:
-    """When each worker was paused (SIGSTOP to SIGCONT), from the fault records."""
+    """When each worker ran nothing: paused by the nemesis (SIGSTOP to SIGCONT), or
+    stalled on its own (its event loop missed its beat for half a second or more:
+    the host did not run it, or a call blocked its loop; :func:`_loop_free` fails
+    the run when a call did, for long)."""
     windows: dict[str, list[tuple[float, float]]] = {}
     for fault in history.faults:
         if fault.get("kind") == "pause-worker" and fault.get("worker"):
             end = float(fault.get("end", math.inf))
             windows.setdefault(str(fault["worker"]), []).append((float(fault["t"]), end))
+    for stall in history.stalls:
+        span = (float(stall["from"]), float(stall["to"]))
+        windows.setdefault(str(stall.get("worker")), []).append(span)
     return windows
 
 
@@ -236,7 +242,9 @@ def _judged(history: History, op: Op, start: float, end: float) -> bool:
     """Whether ``op``'s holder could not have lost its hold over [start, end] without
     knowing: a client with the standard error policy (a suspended connection
     already counts as a loss, and the client suspends before the server can expire
-    the session) in a process that was not paused meanwhile. A paused process, or a
+    the session) in a process that was not paused or stalled meanwhile (see
+    :func:`_paused`: a holder cannot learn of a loss while its process runs
+    nothing, and records it only once it runs again). A paused process, or a
     session-policy client cut off from ZooKeeper, may still believe it holds after
     its session expired: the recipes document that limit, and the fenced store
     (with the ``told`` checks) covers those holders."""
@@ -1105,6 +1113,35 @@ def _workers(history: History, verdict: Verdict) -> None:
     }
 
 
+BLOCKED_BOUND = 2.0
+"""How long a worker's loop may run nothing while its process runs: no call in a
+worker (recipe or driver) should block it that long; a loaded host's lag is shorter."""
+
+
+def _loop_free(history: History, verdict: Verdict) -> None:
+    """No worker's event loop was blocked, by the library or by its driver: a stall
+    (the loop ran nothing for half a second or more) during which the process
+    itself ran for :data:`BLOCKED_BOUND` seconds or more (the stall watch's thread
+    ran on time) is a call that never yields. A stall of the whole process (the
+    host did not run it, a pause) only excuses the holds it overlaps
+    (:func:`_paused`)."""
+    blocked = 0
+    for stall in history.stalls:
+        start, end = float(stall["from"]), float(stall["to"])
+        ran = end - start - float(stall.get("frozen", 0.0))
+        if ran < BLOCKED_BOUND:
+            continue
+        blocked += 1
+        owner = "aiocoord" if stall.get("in_library") else "the worker's own code"
+        where = "; ".join(stall.get("blocked_in") or []) or "not sampled"
+        verdict.problem(
+            f"{stall.get('worker')}: the event loop ran nothing from t={start:.3f} to "
+            f"t={end:.3f} while the process ran {ran:.1f} s, blocked in {owner} ({where})"
+        )
+    verdict.checked = len(history.stalls)
+    verdict.counts = {"stalls": len(history.stalls), "of which blocked": blocked}
+
+
 def _stray_cancels(history: History, verdict: Verdict) -> None:
     """No operation raised CancelledError while nobody had cancelled its task: a
     recipe whose own cancel scope lets such an error escape ends its caller's task
@@ -1398,6 +1435,11 @@ CHECKS: tuple[Check, ...] = (
         _orphans,
     ),
     Check("workers.none-hung", "no worker hung (every await bounded)", _workers),
+    Check(
+        "workers.loop-free",
+        f"no worker's event loop was blocked (by aiocoord or its driver) for {BLOCKED_BOUND:g} s",
+        _loop_free,
+    ),
     Check(
         "workers.no-stray-cancel",
         "no operation raised a CancelledError nobody asked for",

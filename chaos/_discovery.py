@@ -355,14 +355,22 @@ every session's clock; a paused member or an ensemble without quorum expires not
 or delay the observer (its own process paused)."""
 
 
-def _faults_between(history: History, start: float, end: float) -> list[str]:
-    return [
+def _faults_between(history: History, start: float, end: float, observer: str) -> list[str]:
+    """The session-holding faults over [start, end], and the observer's own stalls
+    (its loop ran nothing: delayed, as by a pause)."""
+    faults = [
         str(f.get("kind"))
         for f in history.faults
         if f.get("kind") in SESSION_HOLDING_FAULTS
         and float(f.get("t", 0.0)) <= end
         and float(f.get("end", f.get("t", 0.0))) >= start
     ]
+    stalls = [
+        f"stall of {s.get('worker')}"
+        for s in history.stalls
+        if s.get("worker") == observer and float(s["from"]) <= end and float(s["to"]) >= start
+    ]
+    return faults + stalls
 
 
 def check_dead_gone(history: History, verdict: Verdict) -> None:
@@ -383,7 +391,7 @@ def check_dead_gone(history: History, verdict: Verdict) -> None:
             # Several faults in a row (a cut-off leader, then a killed one, then a
             # paused one) each restart or stall the session clocks: the session may
             # outlive the worker's bound. It must still be gone at the end (below).
-            if _faults_between(history, float(killed) - SESSION_TIMEOUT, op.complete):
+            if _faults_between(history, float(killed) - SESSION_TIMEOUT, op.complete, op.worker):
                 excused += 1
                 continue
             judged += 1
@@ -393,7 +401,7 @@ def check_dead_gone(history: History, verdict: Verdict) -> None:
         times.append(took)
         if took <= SESSION_TIMEOUT + GONE_SLACK:
             judged += 1
-        elif _faults_between(history, float(killed) - SESSION_TIMEOUT, float(gone)):
+        elif _faults_between(history, float(killed) - SESSION_TIMEOUT, float(gone), op.worker):
             excused += 1
         else:
             judged += 1

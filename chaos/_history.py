@@ -130,6 +130,8 @@ class History:
     store: list[Record] = field(default_factory=list)
     notes: list[Record] = field(default_factory=list)
     finals: list[Record] = field(default_factory=list)
+    stalls: list[Record] = field(default_factory=list)
+    """Stretches in which a worker's event loop ran nothing (its stall watch)."""
     meta: Record = field(default_factory=dict)
 
     def of(self, recipe: str, kind: str | None = None) -> list[Op]:
@@ -187,6 +189,8 @@ def build_history(records: Iterable[Record]) -> History:
             history.notes.append(record)
         elif kind == "final":
             history.finals.append(record)
+        elif kind == "stall":
+            history.stalls.append(record)
         elif kind == "run":
             history.meta.update(record)
     for op_id, done in completions.items():
@@ -202,6 +206,7 @@ def build_history(records: Iterable[Record]) -> History:
     # The store's own order is the order it answered in: its records carry a serial.
     history.store.sort(key=lambda s: int(s.get("serial", 0)))
     history.notes.sort(key=lambda n: float(n.get("t", 0.0)))
+    history.stalls.sort(key=lambda n: float(n.get("from", 0.0)))
     return history
 
 

@@ -137,6 +137,9 @@ class _Participant:
             client, LEADERSHIP, participant_id=participant_id, priority=priority
         )
         self.leading = asyncio.Event()
+        self.between = asyncio.Event()
+        """Set while no term is held (the terms task clears ``leading`` and sets it)."""
+        self.between.set()
         self.leaving = False
 
     def args(self, **more: Any) -> dict[str, Any]:
@@ -159,13 +162,19 @@ class _Participant:
         t_leave: float | None = None
         status: Any = "ok"
         error: str | None = None
+        over = False
         try:
             while not worker.stopping.is_set() and worker.now() < until and not terms.done():
+                # A term can be over while ``leading`` is still set (the terms task
+                # has not run yet to clear it), and ``Event.wait()`` on a set event
+                # returns without yielding: waiting for ``leading`` then would spin,
+                # and the terms task would never run (it stopped a whole worker for
+                # 7 s, stop 39's CI). So once a term is found over, wait for its end.
+                waited = self.between if over else self.leading
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(min(1.0, max(0.05, until - worker.now()))):
-                        await self.leading.wait()
-                if self.leading.is_set():
-                    await self.lead_once(rng)
+                        await waited.wait()
+                over = self.leading.is_set() and not await self.lead_once(rng)
         finally:
             t_leave = worker.now()
             self.leaving = True
@@ -193,9 +202,11 @@ class _Participant:
                 async with self.election.hold(cancel_on_loss=False):
                     token = self.election.fencing_token
                     op_id = history.invoke("leadership", "term", **self.args(token=token))
+                    self.between.clear()
                     self.leading.set()
                     await self.election.wait_lost()
                     self.leading.clear()
+                    self.between.set()
             except LeadershipLostError as lost:
                 reason = lost.reason
             except ConnectionLossError:
@@ -210,23 +221,25 @@ class _Participant:
                 await worker.nap(0.1)  # queueing failed: not in a tight loop
             finally:
                 self.leading.clear()
+                self.between.set()
                 if op_id is not None:
                     history.complete(op_id, "ok", value={"token": token, "reason": reason})
 
-    async def lead_once(self, rng: random.Random) -> None:
+    async def lead_once(self, rng: random.Random) -> bool:
         """While leading: write under the fence, then hand over, resign or write again.
         After a hand-over or a resign, now and then a late write under the ended
-        term's fence: the server must refuse it."""
+        term's fence: the server must refuse it. False if the term was over already
+        (nothing done, and nothing awaited)."""
         worker = self.worker
         try:
             # Both of the same term: no await between them.
             term = (self.election.fencing_token, self.election.fence())
         except (NotOwnerError, LeadershipLostError):
-            return  # the term is over already
+            return False
         await worker.op("leadership", "write", lambda op_id: self.write(op_id, term), **self.args())
         await worker.nap(rng.uniform(0.05, 0.4))
         if not self.leading.is_set():
-            return
+            return True
         action = rng.random()
         if action < 0.5:
             ended = await worker.op(
@@ -239,11 +252,12 @@ class _Participant:
             ended = await worker.op("leadership", "resign", self.resign, **self.args(requeue=True))
         else:
             await worker.nap(rng.uniform(0.05, 0.4))
-            return
+            return True
         if ended.status == "ok" and rng.random() < 0.5:
             await worker.op(
                 "leadership", "write", lambda op_id: self.write(op_id, term), **self.args(late=True)
             )
+        return True
 
     async def write(self, op_id: str, term: tuple[int, aiocoord.Fence]) -> Outcome:
         """The term's token to the store node, in a transaction guarded by the term's fence."""

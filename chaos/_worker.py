@@ -27,7 +27,9 @@ import logging
 import os
 import random
 import sys
+import threading
 import time
+import traceback
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -273,6 +275,100 @@ class _QueueWarnings(logging.Handler):
                 "message": record.getMessage()[:300],
             }
         )
+
+
+class _StallWatch:
+    """Notices when this worker stops running: its event loop misses its beat.
+
+    A stretch in which the loop ran nothing (the operating system did not run
+    the process, or a call blocked the loop) is recorded as a ``stall``: for that
+    time the worker was as good as paused, and a holder cannot learn of a loss
+    while it is. A thread keeps watch beside the loop and says which it was:
+
+    - ``frozen``: how long the thread itself did not run either (the whole process
+      was not running: the host, not our code);
+    - ``blocked_in``: where the loop was, sampled once it had missed its beat for
+      :attr:`SAMPLE_AFTER` seconds (every thread's stack also goes to stderr);
+      ``in_library`` says whether the innermost frame outside the standard
+      library is aiocoord's: an asyncio library must never block its loop.
+    """
+
+    BEAT = 0.05
+    RECORD_AFTER = 0.5
+    """A loop late by this much is recorded (shorter lags are ordinary load)."""
+    SAMPLE_AFTER = 1.5
+    LATE = 0.5
+    """The watching thread, waking every 0.1 s, counts as not run when this late."""
+
+    def __init__(self, history: HistoryWriter) -> None:
+        self._history = history
+        self._last = time.monotonic()
+        self._late: list[tuple[float, float]] = []
+        self._sample: tuple[list[str], bool] | None = None
+        self._stop = threading.Event()
+        self._main = threading.main_thread().ident
+        self._thread = threading.Thread(target=self._watch, name="stall-watch", daemon=True)
+
+    async def run(self) -> None:
+        self._thread.start()
+        try:
+            while True:
+                before = time.monotonic()
+                t_before = self._history.now()
+                self._sample = None
+                await asyncio.sleep(self.BEAT)
+                self._last = time.monotonic()
+                if self._last - before - self.BEAT >= self.RECORD_AFTER:
+                    self._record(t_before, self._history.now())
+        finally:
+            self._stop.set()
+
+    def _record(self, start: float, end: float) -> None:
+        frozen = sum(max(0.0, min(b, end) - max(a, start)) for a, b in self._late)
+        sample = self._sample
+        self._history.write(
+            {
+                "type": "stall",
+                "worker": self._history.worker,
+                "from": start,
+                "to": end,
+                "frozen": round(frozen, 3),
+                "blocked_in": sample[0] if sample else [],
+                "in_library": sample[1] if sample else False,
+            }
+        )
+
+    def _watch(self) -> None:
+        woke = time.monotonic()
+        while not self._stop.wait(0.1):
+            now = time.monotonic()
+            if now - woke - 0.1 >= self.LATE:
+                at = self._history.now()
+                self._late.append((at - (now - woke), at))
+            woke = now
+            if now - self._last >= self.SAMPLE_AFTER and self._sample is None:
+                self._sample = self._where()
+                print(
+                    f"stall-watch: the event loop has not run for {now - self._last:.2f} s; "
+                    "every thread's stack:",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+
+    def _where(self) -> tuple[list[str], bool]:
+        """The main thread's innermost frames, and whether the innermost one outside
+        the standard library is aiocoord's."""
+        frame = sys._current_frames().get(self._main) if self._main is not None else None
+        frames = traceback.extract_stack(frame)[::-1] if frame is not None else []
+        stdlib = os.path.dirname(os.__file__)
+        own = next((f.filename for f in frames if not f.filename.startswith(stdlib)), "")
+        library = own.startswith(_LIBRARY) and not own.startswith(_LIBRARY_TESTING)
+        return [f"{f.filename}:{f.lineno} {f.name}" for f in frames[:4]], library
+
+
+_LIBRARY = os.path.dirname(aiocoord.__file__) + os.sep
+_LIBRARY_TESTING = os.path.join(_LIBRARY, "testing") + os.sep
 
 
 class Worker:
@@ -1565,11 +1661,13 @@ class Worker:
         commands = asyncio.StreamReader()
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(commands), sys.stdin)
         logging.getLogger("aiocoord").addHandler(_QueueWarnings(self.history))
+        watch = asyncio.ensure_future(_StallWatch(self.history).run())
         try:
             async with asyncio.timeout(CONNECT_BOUND):
                 await self.connect()
         except Exception as error:
             self.reply({"reply": "ready", "ok": False, "error": _name(error)})
+            watch.cancel()
             await self.aclose()
             return 1
         self.reply({"reply": "ready", "ok": True, "pid": os.getpid()})
@@ -1603,9 +1701,9 @@ class Worker:
                 elif name == "exit":
                     break
         finally:
-            for future in [*drivers, *side]:
+            for future in [*drivers, *side, watch]:
                 future.cancel()
-            await asyncio.gather(*drivers, *side, return_exceptions=True)
+            await asyncio.gather(*drivers, *side, watch, return_exceptions=True)
             await self.aclose()
             self.history.close()
         self.reply({"reply": "bye"})

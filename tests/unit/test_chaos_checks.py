@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
+import chaos._worker
 from aiocoord._recipes.queues._rules import wrap_item
 from chaos._checks import CHECKS, STALE_READ, Verdict, run_checks
 from chaos._controller import unwrap
-from chaos._history import build_history, read_records
+from chaos._history import HistoryWriter, build_history, read_records
 from chaos._layout import (
     AQUEUE,
     COUNTER_BOUND,
@@ -36,7 +37,7 @@ from chaos._layout import (
 )
 from chaos._nemesis import FAULT_KINDS, schedule
 from chaos._store import FencedStore, StoreClient, StoreServer
-from chaos._worker import Outcome, Worker, WorkerConfig
+from chaos._worker import Outcome, Worker, WorkerConfig, _StallWatch
 
 Record = dict[str, Any]
 
@@ -559,6 +560,18 @@ BROKEN: dict[str, list[Record]] = {
             },
         ),
     ],
+    # The loop ran nothing for two seconds, busy inside aiocoord.
+    "workers.loop-free": [
+        {
+            "type": "stall",
+            "worker": "w0",
+            "from": 1.0,
+            "to": 3.0,
+            "frozen": 0.0,
+            "in_library": True,
+            "blocked_in": ["aiocoord/_session/_engine.py:1 spin"],
+        },
+    ],
     # Queue.get() called with an argument it no longer takes: every get "unknown".
     "workers.no-driver-bug": [
         *op("w0:1", "queue", "get", 1.0, 1.1, "unknown", error="driver bug: TypeError: ..."),
@@ -886,6 +899,11 @@ HELD: dict[str, list[Record]] = {
     "workers.no-stray-cancel": [
         *op("w0:1", "dqueue", "take", 1.0, 2.0, "fail", error="empty"),
         *op("w0:2", "mutex", "hold", 1.0, 46.0, "unknown", error="watchdog: still running"),
+    ],
+    # The host did not run w0; w1's loop was busy for a second.
+    "workers.loop-free": [
+        {"type": "stall", "worker": "w0", "from": 1.0, "to": 8.0, "frozen": 7.0},
+        {"type": "stall", "worker": "w1", "from": 2.0, "to": 3.0, "frozen": 0.0},
     ],
     "workers.no-driver-bug": [
         *op("w0:1", "queue", "get", 1.0, 1.1, "unknown", error="ConnectionLossError"),
@@ -1277,6 +1295,43 @@ def test_a_latch_paused_while_leading_is_excused_from_the_handover() -> None:
     assert verdict("latch.handover", [*records, pause]).passed
 
 
+def test_a_latch_whose_process_stalled_while_leading_is_excused_from_the_handover() -> None:
+    """Stop 39's CI run: w1 led from t=18.98; its connection was suspended at t=19.17
+    (the latch published False then, and logged it), and the process then ran
+    nothing until t=26.38, so its driver recorded the loss only then; w2 led and
+    wrote at t=23.68. The worker's stall watch recorded the stall; a stall that
+    does not overlap the term excuses nothing."""
+    records = [
+        *term("w1:1", 18.98, 26.38, "fail"),
+        *term("w2:1", 23.6, 23.9, token=12),
+        write(1, "latch", "w2:1", 12, "begin", t=23.68),
+    ]
+    stall = {"type": "stall", "worker": "w1", "from": 19.17, "to": 26.38, "frozen": 7.2}
+    elsewhere = {**stall, "worker": "w0"}
+    before = {**stall, "from": 10.0, "to": 12.0}
+    assert not verdict("latch.handover", records).passed
+    assert verdict("latch.handover", [*records, stall]).passed
+    assert not verdict("latch.handover", [*records, elsewhere]).passed
+    assert not verdict("latch.handover", [*records, before]).passed
+
+
+def test_a_loop_blocked_while_its_process_ran_fails_the_run() -> None:
+    """A stall of the whole process (the host did not run it) is excused; a loop
+    that ran nothing for two seconds while its process ran is a call that never
+    yields, in aiocoord or in the driver (chaos seed 5: the leadership driver
+    waited on an event already set, 9.6 s), and fails."""
+    base = {"type": "stall", "worker": "w1", "from": 3.0, "to": 12.0}
+    host = {**base, "frozen": 8.5}
+    short = {**base, "to": 4.5, "frozen": 0.0}
+    driver = {**base, "frozen": 0.0, "blocked_in": ["chaos/_leaders.py:163 take_part"]}
+    ours = {**driver, "in_library": True, "blocked_in": ["aiocoord/_x.py:1 spin"]}
+    assert verdict("workers.loop-free", [host, short]).passed
+    failed = verdict("workers.loop-free", [driver, ours])
+    assert len(failed.problems) == 2
+    assert "in the worker's own code (chaos/_leaders.py:163 take_part)" in failed.problems[0]
+    assert "in aiocoord (aiocoord/_x.py:1 spin)" in failed.problems[1]
+
+
 def test_an_earlier_leaders_late_write_does_not_count_against_the_next_term() -> None:
     """Chaos seed 11: w1 led (token 10) and was paused past its session; w3 led
     (token 12) from t=5.0; w1, resumed, wrote its `end` at t=5.3, before w3 wrote
@@ -1561,6 +1616,15 @@ def test_a_registrant_not_gone_within_the_watch_and_no_fault_around_fails() -> N
     assert any("still listed" in p for p in result.problems), result.problems
 
 
+def test_a_registrant_late_to_go_while_its_observer_stalled_is_excused() -> None:
+    """The observer's own stall (its loop ran nothing) delays its watch as a pause
+    would; another worker's stall does not."""
+    crash = op("w0:1", "discovery", "crash", 1.0, 24.0, "unknown", id="w0-gone-1", killed=2.0)
+    stall = {"type": "stall", "worker": "w0", "from": 5.0, "to": 12.0}
+    assert verdict("discovery.dead-gone", [*crash, stall]).passed
+    assert not verdict("discovery.dead-gone", [*crash, {**stall, "worker": "w1"}]).passed
+
+
 def test_a_killed_registrant_still_listed_at_the_end_fails() -> None:
     result = verdict("discovery.dead-gone", [final("discovery", instances={"w0-gone-3": "1"})])
     assert any("still listed" in p for p in result.problems), result.problems
@@ -1619,3 +1683,30 @@ def test_an_undone_or_premature_witness_delete_fails() -> None:
         args={"node": "n-0000000001"},
     )
     assert not judged(gone, nodes=["n-0000000002"]).passed
+
+
+@pytest.mark.parametrize("ours", [False, True])
+async def test_the_stall_watch_records_a_blocked_loop_and_where_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ours: bool
+) -> None:
+    """A loop blocked for two seconds is recorded as a stall, with where it was
+    blocked; the watching thread ran meanwhile (not frozen). Whether the place
+    counts as the library's is judged by path: this test's file stands in for
+    aiocoord's when ``ours``."""
+    if ours:
+        monkeypatch.setattr(chaos._worker, "_LIBRARY", str(Path(__file__).parent) + "/")
+    history = HistoryWriter(tmp_path / "w0.jsonl", worker="w0", t0=time.monotonic())
+    watch = asyncio.ensure_future(_StallWatch(history).run())
+    await asyncio.sleep(0.2)
+    time.sleep(2.0)  # noqa: ASYNC251 -- blocking the loop, in this file, is the point
+    await asyncio.sleep(0.2)
+    watch.cancel()
+    await asyncio.gather(watch, return_exceptions=True)
+    history.close()
+    stalls = build_history(read_records([tmp_path / "w0.jsonl"])).stalls
+    assert len(stalls) == 1, stalls
+    stall = stalls[0]
+    assert 1.9 <= stall["to"] - stall["from"] < 3.0
+    assert stall["frozen"] < 1.0
+    assert stall["in_library"] is ours
+    assert any("test_chaos_checks.py" in frame for frame in stall["blocked_in"])
