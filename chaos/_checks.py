@@ -1123,13 +1123,20 @@ def _loop_free(history: History, verdict: Verdict) -> None:
     (the loop ran nothing for half a second or more) during which the process
     itself ran for :data:`BLOCKED_BOUND` seconds or more (the stall watch's thread
     ran on time) is a call that never yields. A stall of the whole process (the
-    host did not run it, a pause) only excuses the holds it overlaps
-    (:func:`_paused`)."""
+    host did not run it, the nemesis paused it) only excuses the holds it
+    overlaps (:func:`_paused`)."""
     blocked = 0
+    pauses = [f for f in history.faults if f.get("kind") == "pause-worker"]
     for stall in history.stalls:
         start, end = float(stall["from"]), float(stall["to"])
         ran = end - start - float(stall.get("frozen", 0.0))
-        if ran < BLOCKED_BOUND:
+        paused = any(
+            f.get("worker") == stall.get("worker")
+            and float(f["t"]) <= end
+            and start <= float(f.get("end", math.inf))
+            for f in pauses
+        )
+        if ran < BLOCKED_BOUND or paused:
             continue
         blocked += 1
         owner = "aiocoord" if stall.get("in_library") else "the worker's own code"

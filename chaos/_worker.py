@@ -304,6 +304,8 @@ class _StallWatch:
         self._history = history
         self._last = time.monotonic()
         self._late: list[tuple[float, float]] = []
+        self._woke_at = history.now()
+        """When the watching thread last woke (history time)."""
         self._sample: tuple[list[str], bool] | None = None
         self._stop = threading.Event()
         self._main = threading.main_thread().ident
@@ -325,6 +327,11 @@ class _StallWatch:
 
     def _record(self, start: float, end: float) -> None:
         frozen = sum(max(0.0, min(b, end) - max(a, start)) for a, b in self._late)
+        # Resumed together (SIGCONT), the loop may get here before the thread has
+        # woken to note its own late wake: then it has not run since its last one.
+        woke = self._woke_at
+        if end - woke >= 0.1 + self.LATE:
+            frozen += end - max(woke, start)
         sample = self._sample
         self._history.write(
             {
@@ -332,7 +339,7 @@ class _StallWatch:
                 "worker": self._history.worker,
                 "from": start,
                 "to": end,
-                "frozen": round(frozen, 3),
+                "frozen": round(min(frozen, end - start), 3),
                 "blocked_in": sample[0] if sample else [],
                 "in_library": sample[1] if sample else False,
             }
@@ -342,10 +349,13 @@ class _StallWatch:
         woke = time.monotonic()
         while not self._stop.wait(0.1):
             now = time.monotonic()
-            if now - woke - 0.1 >= self.LATE:
-                at = self._history.now()
+            at = self._history.now()
+            late = now - woke - 0.1 >= self.LATE
+            if late:
                 self._late.append((at - (now - woke), at))
-            woke = now
+            woke, self._woke_at = now, at
+            if late:
+                continue  # the whole process just resumed: give the loop its turn first
             if now - self._last >= self.SAMPLE_AFTER and self._sample is None:
                 self._sample = self._where()
                 print(

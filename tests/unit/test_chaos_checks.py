@@ -1326,6 +1326,9 @@ def test_a_loop_blocked_while_its_process_ran_fails_the_run() -> None:
     driver = {**base, "frozen": 0.0, "blocked_in": ["chaos/_leaders.py:163 take_part"]}
     ours = {**driver, "in_library": True, "blocked_in": ["aiocoord/_x.py:1 spin"]}
     assert verdict("workers.loop-free", [host, short]).passed
+    # The nemesis paused w1 (its stall watch may not have seen its own thread stop).
+    pause = {"type": "fault", "t": 2.5, "end": 12.5, "kind": "pause-worker", "worker": "w1"}
+    assert verdict("workers.loop-free", [driver, pause]).passed
     failed = verdict("workers.loop-free", [driver, ours])
     assert len(failed.problems) == 2
     assert "in the worker's own code (chaos/_leaders.py:163 take_part)" in failed.problems[0]
@@ -1710,3 +1713,21 @@ async def test_the_stall_watch_records_a_blocked_loop_and_where_it_was(
     assert stall["frozen"] < 1.0
     assert stall["in_library"] is ours
     assert any("test_chaos_checks.py" in frame for frame in stall["blocked_in"])
+
+
+def test_the_stall_watch_counts_a_thread_that_has_not_woken_yet_as_frozen(
+    tmp_path: Path,
+) -> None:
+    """SIGCONT resumes both threads: when the loop records its stall before the
+    watching thread has woken to note its own lateness, the thread's last wake
+    says the whole process was stopped."""
+    history = HistoryWriter(tmp_path / "w0.jsonl", worker="w0", t0=time.monotonic() - 10.0)
+    watch = _StallWatch(history)
+    watch._woke_at = 4.0  # the thread's last wake, then nothing
+    watch._record(4.05, 9.7)
+    watch._woke_at = 9.68  # a thread that kept waking: the loop alone was blocked
+    watch._record(7.0, 9.7)
+    history.close()
+    first, second = build_history(read_records([tmp_path / "w0.jsonl"])).stalls
+    assert first["frozen"] == pytest.approx(5.65)
+    assert second["frozen"] == 0.0
