@@ -234,11 +234,13 @@ class _Engine(Generic[T]):
                 client.pipeline().exists(self.queue).set(self.path, data, version=version).execute()
             )
             self._queue_busy = isinstance(probe, Stat) and probe.num_children > 0
+            if isinstance(written, _LOST_RACE):
+                return None  # not raised: its traceback would hold this frame, a cycle
             if isinstance(written, Exception):
                 raise written
             written_stat: Stat = written
             return written_stat
-        except (BadVersionError, NoNodeError, NodeExistsError, SessionExpiredError):
+        except _LOST_RACE:
             # Lost the race (or the write never left before the session went):
             # nothing was applied.
             return None
@@ -270,6 +272,10 @@ class _Engine(Generic[T]):
                 continue
             self._known = (value, stat.version)
             return
+
+
+_LOST_RACE = (BadVersionError, NoNodeError, NodeExistsError, SessionExpiredError)
+"""A compare-and-set write that failed with these was not applied."""
 
 
 def _engine_for(
