@@ -90,6 +90,8 @@ AIOCOORD_MODES = (
 OWN_COUNTER = ("aiocoord-apart", "aiocoord-floor")
 """Modes in which each process has a counter of its own."""
 UVLOOP = "+uvloop"
+READY_BOUND = 120.0
+"""How long the workers may take to start and connect, all of them."""
 
 
 # --- the worker: one session, one task --------------------------------------------------
@@ -148,8 +150,15 @@ async def _worker(args: argparse.Namespace) -> dict[str, Any]:
             options["promoted_to_lock"] = aiocoord.PromotedToLock(f"{args.path}/counter-lock")
         counter = aiocoord.AtomicLong(client, path, **options)
         await counter.initialize(0)
-        # Start together: the driver gives a wall-clock instant.
-        await asyncio.sleep(max(0.0, args.start - time.time()))
+        # Start together: once every process has said it is ready (32 take
+        # seconds to import and connect on one core), the driver gives a
+        # wall-clock instant.
+        print("ready", flush=True)
+        start = args.start or float(
+            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        )
+        await asyncio.sleep(max(0.0, start - time.time()))
+        late = time.time() - start
         begin = time.perf_counter()
         window_start = begin + args.warmup
         window_end = window_start + args.seconds
@@ -188,6 +197,7 @@ async def _worker(args: argparse.Namespace) -> dict[str, Any]:
         "failures": failures,
         "unknown": unknown,
         "cpu_window_s": cpu,
+        "late_s": late,
         "sent_window": dict(window_sent),
     }
 
@@ -221,7 +231,6 @@ def _children_cpu() -> float:
 async def _run_aiocoord(
     mode: str, sessions: int, args: argparse.Namespace, connect: str, path: str, pin: list[str]
 ) -> dict[str, Any]:
-    start = time.time() + 2.0 + 0.05 * sessions  # time for every process to connect
     mode, uvloop, _ = mode.partition(UVLOOP)
     command = [
         *pin,
@@ -235,8 +244,6 @@ async def _run_aiocoord(
         path,
         "--mode",
         mode,
-        "--start",
-        f"{start:.3f}",
         "--warmup",
         f"{args.warmup:g}",
         "--seconds",
@@ -253,14 +260,30 @@ async def _run_aiocoord(
                 "--result",
                 str(file),
                 cwd=bench_run.REPO,
-                stdout=asyncio.subprocess.DEVNULL,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
             )
             for file in files
         ]
-        outputs = await asyncio.gather(*(p.communicate() for p in procs))
+        errors = [asyncio.ensure_future(p.stderr.read()) for p in procs]
+        ready = await asyncio.wait_for(
+            asyncio.gather(*(p.stdout.readline() for p in procs)),
+            READY_BOUND,
+        )
+        if any(line.strip() != b"ready" for line in ready):
+            for proc in procs:
+                if proc.returncode is None:
+                    proc.kill()
+            outputs = await asyncio.gather(*errors)
+            raise RuntimeError(f"a worker did not start: {b''.join(outputs).decode()[-1500:]}")
+        start = time.time() + 0.25
+        for proc in procs:
+            proc.stdin.write(f"{start:.6f}\n".encode())
+            proc.stdin.close()
+        await asyncio.gather(*(p.wait() for p in procs))
         lines = []
-        for proc, (_out, err), file in zip(procs, outputs, files, strict=True):
+        for proc, err, file in zip(procs, await asyncio.gather(*errors), files, strict=True):
             if proc.returncode != 0:
                 raise RuntimeError(f"worker failed: {err.decode()[-1500:]}")
             lines.append(json.loads(file.read_text()))
@@ -276,6 +299,7 @@ async def _run_aiocoord(
         "applied": sum(line["applied"] for line in lines),
         "failures": sum(line["failures"] for line in lines),
         "unknown": sum(line["unknown"] for line in lines),
+        "start_spread_ms": 1000 * max(line["late_s"] for line in lines),
         "client_cpu_us_per_add": 1e6
         * sum(line["cpu_window_s"] for line in lines)
         / max(1, window_ops),
