@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 from aiocoord import CorruptValueError
 from aiocoord._recipes.counters._arith import Denied, Entry, grant_all
 from aiocoord._recipes.counters._combining import (
+    BATCHES_KEPT,
     RESULTS_KEPT,
+    RESULTS_MAX,
     _Batch,
     _decode_request,
     _parse,
@@ -160,16 +162,35 @@ def test_a_state_whose_newest_batch_is_short_is_still_read() -> None:
     )
 
 
-def test_the_state_keeps_the_newest_results_within_its_budget() -> None:
+def _applied(sizes: list[int]) -> _State:
+    """The state after batches of ``sizes`` requests (one add each), in order."""
     state = _State(-1, 0, 0, (), 0)
-    for first in range(0, 10 * 100, 100):
-        batch = _Batch(first, first, 100, tuple(range(100)), (1,) * 100)
-        state = state.after(batch, first + 99, first + 100, first)
-    kept = sum(len(b.offsets) for b in state.batches)
-    assert kept <= RESULTS_KEPT and state.batches[-1].first == 900
+    first = 0
+    for size in sizes:
+        batch = _Batch(first, first, size, tuple(range(size)), (1,) * size)
+        state = state.after(batch, first + size - 1, first + size, first)
+        first += size
+    return state
+
+
+def _kept(state: _State) -> int:
+    return sum(len(b.offsets) for b in state.batches)
+
+
+def test_the_state_keeps_the_newest_results_within_its_budget() -> None:
+    # Small batches: the last RESULTS_KEPT requests' results.
+    state = _applied([1] * 300)
+    assert _kept(state) == RESULTS_KEPT and state.batches[-1].first == 299
+    # Big batches (32 processes queued): the last BATCHES_KEPT batches, so that a
+    # requester stalled for as many combined writes still finds its result.
+    state = _applied([25] * 40)
+    assert len(state.batches) == BATCHES_KEPT and _kept(state) == 25 * BATCHES_KEPT
     assert len(state.encode()) < 4096
-    huge = _Batch(5000, 0, 1000, tuple(range(1000)), (1,) * 1000)
-    assert state.after(huge, 5999, 1000, 1).batches == (huge,)  # the newest always stays
+    # Never beyond RESULTS_MAX; the newest batch always stays.
+    state = _applied([100] * 30)
+    assert _kept(state) <= RESULTS_MAX and state.batches[-1].first == 2900
+    huge = _Batch(5000, 0, 3000, tuple(range(3000)), (1,) * 3000)
+    assert state.after(huge, 7999, 3000, 1).batches == (huge,)
 
 
 @pytest.mark.parametrize(

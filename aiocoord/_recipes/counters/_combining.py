@@ -14,7 +14,7 @@ turns contention into batches:
   of every request applied, and ``combining``'s data (versioned): the highest
   request applied, the counter's value and version after the write (so the
   next combined write need not read the counter), and, in a few bytes each,
-  the results of the last ``RESULTS_KEPT`` requests;
+  the results of the last ``RESULTS_KEPT`` requests (more with big batches);
 - every other requester waits for the pending request just ahead of it to go;
   then it reads ``combining`` and finds either its own result or itself first
   in line. Sequence numbers only grow, so nobody can queue ahead of a request
@@ -23,7 +23,7 @@ turns contention into batches:
 A request is applied once or never: one whose owner's session ended makes the
 transaction fail (it deletes at version 0), and the next attempt goes without
 it. A requester that cannot read its result (its session ended first, or it
-was paused through more than ``RESULTS_KEPT`` later requests) gets
+was paused through more than the results kept) gets
 OutcomeUnknownError, as for a compare-and-set whose reply was lost.
 
 The counter node keeps Curator's bytes; the requests are its children, which
@@ -64,7 +64,18 @@ from ._arith import Entry, grant_all
 QUEUE_NAME = "combining"
 """The child of a counter node under which contended adds queue."""
 RESULTS_KEPT = 256
-"""How many applied requests' results the queue node keeps for their requesters."""
+"""How many applied requests' results the queue node keeps for their requesters
+at least; more while it holds fewer than ``BATCHES_KEPT`` batches."""
+BATCHES_KEPT = 32
+"""How many batches' results the queue node keeps at least (up to
+``RESULTS_MAX`` requests' worth). A requester stalled through more combined
+writes than the results kept (a collector's pause, a busy core) can no longer
+read its result and gets OutcomeUnknownError: with 32 processes queued,
+batches of about 25 made 256 results ten combined writes, a third of a second
+of adds, and stalls that long in the 32-session benchmark left 2-9 adds per
+run unknown."""
+RESULTS_MAX = 2048
+"""Never more results than this (the state stays a few kilobytes)."""
 REQUEST_NAME = "r"
 """A request is ``<protected marker>r<add>-<sequence>``: ``<add>`` is a single
 add as ``delta_lower_upper`` (``n`` for no bound), read from the listing
@@ -206,13 +217,14 @@ class _State:
         return upto, found
 
     def after(self, batch: _Batch, upto: int, value: int, version: int) -> _State:
-        """The state once ``batch`` is applied, keeping at most ``RESULTS_KEPT``
-        requests' results (the newest batch always)."""
+        """The state once ``batch`` is applied, keeping ``RESULTS_KEPT`` requests'
+        results, or ``BATCHES_KEPT`` batches' if that is more, up to
+        ``RESULTS_MAX`` (the newest batch always)."""
         kept = [batch]
         count = len(batch.offsets)
         for older in reversed(self.batches):
             count += len(older.offsets)
-            if count > RESULTS_KEPT:
+            if count > RESULTS_MAX or (count > RESULTS_KEPT and len(kept) >= BATCHES_KEPT):
                 break
             kept.append(older)
         return _State(upto, value, version, tuple(reversed(kept)), self.stat_version)
