@@ -267,11 +267,13 @@ async def _run_aiocoord(
             for file in files
         ]
         errors = [asyncio.ensure_future(p.stderr.read()) for p in procs]
-        ready = await asyncio.wait_for(
-            asyncio.gather(*(p.stdout.readline() for p in procs)),
-            READY_BOUND,
-        )
-        if any(line.strip() != b"ready" for line in ready):
+        try:
+            ready = await asyncio.wait_for(
+                asyncio.gather(*(p.stdout.readline() for p in procs)), READY_BOUND
+            )
+        except TimeoutError:
+            ready = []
+        if len(ready) < len(procs) or any(line.strip() != b"ready" for line in ready):
             for proc in procs:
                 if proc.returncode is None:
                     proc.kill()
