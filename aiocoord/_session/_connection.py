@@ -460,10 +460,12 @@ async def replies(futures: Sequence[asyncio.Future[Any]]) -> list[Any]:
     last = futures[-1]
     try:
         # (Not contextlib.suppress: two more Python calls on every pipeline.)
-        try:  # noqa: SIM105
+        try:
             await last
-        except Exception:  # an error reply: read below, as a value
-            pass
+        except Exception as error:  # an error reply: read below, as a value
+            # Its traceback holds this frame, which holds the future that holds
+            # it: without this, a cycle for every pipeline whose last reply failed.
+            error.__traceback__ = None
         if not all(future.done() for future in futures):  # replies out of order
             await asyncio.wait(futures)
     except asyncio.CancelledError:

@@ -20,6 +20,7 @@ from aiocoord import (
     NoNodeError,
     NotEmptyError,
     Perm,
+    RetryNTimes,
 )
 
 
@@ -64,12 +65,12 @@ def cyclic_garbage() -> Iterator[list[object]]:
 async def test_a_refused_request_leaves_no_reference_cycle(coord: aiocoord.Client) -> None:
     """A request the server refuses (a compare-and-set that lost) is freed at
     once: its error's traceback must not hold the future that holds the error.
-    Contended counters make thousands of these a second, and their cycles made
-    the cyclic collector's full passes come due together across processes."""
+    Contended counters make thousands of these a second."""
     await coord.create("/n", b"0")
-    counter = AtomicLong(coord, "/c")
+    # Retries before queueing, so that every add here goes by compare-and-set.
+    counter = AtomicLong(coord, "/c", retry=RetryNTimes(3, 0))
     await counter.increment()
-    await coord.create("/c/combining")  # an (empty) combining queue: every 4th write probes it
+    await coord.create("/c/combining")  # a combining queue: every 4th write probes it
     await counter.get()
     with cyclic_garbage() as garbage:
         for value in range(2, 42, 2):
@@ -79,6 +80,7 @@ async def test_a_refused_request_leaves_no_reference_cycle(coord: aiocoord.Clien
             await coord.set("/c", value.to_bytes(8, "big"))
             result = await counter.increment()
             assert result.stats.optimistic_tries == 2 and result.post_value == value + 1
+            assert result.stats.queued_time == 0
     assert [type(o).__name__ for o in garbage] == []
 
 
