@@ -222,16 +222,22 @@ def _loss_told(recipe: str, *resources: str) -> Callable[..., None]:
     return check
 
 
-def _paused(history: History) -> dict[str, list[tuple[float, float]]]:
-    """When each worker ran nothing: paused by the nemesis (SIGSTOP to SIGCONT), or
-    stalled on its own (its event loop missed its beat for half a second or more:
-    the host did not run it, or a call blocked its loop; :func:`_loop_free` fails
-    the run when a call did, for long)."""
+def _nemesis_pauses(history: History) -> dict[str, list[tuple[float, float]]]:
+    """When the nemesis held each worker stopped (SIGSTOP to SIGCONT)."""
     windows: dict[str, list[tuple[float, float]]] = {}
     for fault in history.faults:
         if fault.get("kind") == "pause-worker" and fault.get("worker"):
             end = float(fault.get("end", math.inf))
             windows.setdefault(str(fault["worker"]), []).append((float(fault["t"]), end))
+    return windows
+
+
+def _paused(history: History) -> dict[str, list[tuple[float, float]]]:
+    """When each worker ran nothing: paused by the nemesis (SIGSTOP to SIGCONT), or
+    stalled on its own (its event loop missed its beat for half a second or more:
+    the host did not run it, or a call blocked its loop; :func:`_loop_free` fails
+    the run when a call did, for long)."""
+    windows = _nemesis_pauses(history)
     for stall in history.stalls:
         span = (float(stall["from"]), float(stall["to"]))
         windows.setdefault(str(stall.get("worker")), []).append(span)
@@ -1126,16 +1132,12 @@ def _loop_free(history: History, verdict: Verdict) -> None:
     host did not run it, the nemesis paused it) only excuses the holds it
     overlaps (:func:`_paused`)."""
     blocked = 0
-    pauses = [f for f in history.faults if f.get("kind") == "pause-worker"]
+    pauses = _nemesis_pauses(history)
     for stall in history.stalls:
         start, end = float(stall["from"]), float(stall["to"])
         ran = end - start - float(stall.get("frozen", 0.0))
-        paused = any(
-            f.get("worker") == stall.get("worker")
-            and float(f["t"]) <= end
-            and start <= float(f.get("end", math.inf))
-            for f in pauses
-        )
+        windows = pauses.get(str(stall.get("worker")), ())
+        paused = any(a <= end and start <= b for a, b in windows)
         if ran < BLOCKED_BOUND or paused:
             continue
         blocked += 1
