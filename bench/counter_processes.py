@@ -21,6 +21,12 @@ does not depend on how loaded the machine is:
   each a wake-up of the process), its event loop's passes (``(loop passes)``:
   beyond one per read, hops between tasks) and its CPU time per add.
 
+And who got the adds: each session's count in the window (``adds_per_session``)
+and the longest add (``max``; for aiocoord also an add begun in the window and
+finished after it). The rate alone rewards a mode in which one session wins
+nearly every compare-and-set while the others wait seconds: p99 stays low,
+because the winner's adds are nearly all of them.
+
 Usage::
 
     .venv/bin/python -m bench.counter_processes [--servers sync,ensemble]
@@ -164,6 +170,7 @@ async def _worker(args: argparse.Namespace) -> dict[str, Any]:
         window_end = window_start + args.seconds
         latencies: list[float] = []
         applied = failures = unknown = 0
+        longest = 0.0
         cpu_start = sent_start = None
         while True:
             now = time.perf_counter()
@@ -183,6 +190,9 @@ async def _worker(args: argparse.Namespace) -> dict[str, Any]:
             finished = time.perf_counter()
             if result.succeeded:
                 applied += 1
+            if started < window_end <= finished:
+                # Started in the window, done after it: a starved add shows here.
+                longest = max(longest, finished - started)
             if window_start <= finished < window_end:
                 if result.succeeded:
                     latencies.append(finished - started)
@@ -194,6 +204,7 @@ async def _worker(args: argparse.Namespace) -> dict[str, Any]:
         "applied": applied,
         "window_ops": len(latencies),
         "latencies": latencies,
+        "longest_s": max([longest, *latencies]),
         "failures": failures,
         "unknown": unknown,
         "cpu_window_s": cpu,
@@ -298,6 +309,8 @@ async def _run_aiocoord(
         "rate": window_ops / args.seconds,
         "p50": _percentile(latencies, 50),
         "p99": _percentile(latencies, 99),
+        "max": 1000 * max(line["longest_s"] for line in lines),
+        "adds_per_session": sorted(line["window_ops"] for line in lines),
         "applied": sum(line["applied"] for line in lines),
         "failures": sum(line["failures"] for line in lines),
         "unknown": sum(line["unknown"] for line in lines),
@@ -336,6 +349,8 @@ async def _run_curator(
         "rate": line["rate"],
         "p50": latency.get("p50", math.nan),
         "p99": latency.get("p99", math.nan),
+        "max": latency.get("max", math.nan),
+        "adds_per_session": line.get("ops_per_contender", []),
         "applied": line["extra"]["final_value"],
         "failures": line["failures"],
         "conflicts_per_add": line["conflicts"] / max(1, line["ops"]),
@@ -436,6 +451,15 @@ async def _measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     return records
 
 
+def _shares(adds: list[int]) -> str:
+    """Each session's adds in the window as least / median / most: a mode can
+    reach a high rate by letting one session win nearly every time."""
+    if not adds:
+        return "—"
+    ordered = sorted(adds)
+    return f"{ordered[0]:,} / {ordered[len(ordered) // 2]:,} / {ordered[-1]:,}"
+
+
 def summarize(records: list[dict[str, Any]]) -> str:
     """A markdown table: per server, session count and library, the run with the
     median rate, the spread of rates, and the median of each cost."""
@@ -444,9 +468,10 @@ def summarize(records: list[dict[str, Any]]) -> str:
         key = (record["server"], record["sessions"], record["library"])
         groups.setdefault(key, []).append(record)
     lines = [
-        "| server | sessions | library | increments/s | spread | p50 ms | p99 ms "
-        "| server requests/add | server writes/add | client CPU µs/add | failed | load (1 min) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| server | sessions | library | increments/s | spread | p50 ms | p99 ms | max ms "
+        "| adds per session | server requests/add | server writes/add | client CPU µs/add "
+        "| failed | load (1 min) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
 
     def median(values: list[float]) -> float:
@@ -460,9 +485,12 @@ def summarize(records: list[dict[str, Any]]) -> str:
         cpu = [r.get("client_cpu_us_per_add", math.nan) for r in runs]
         loads = [r["load1"] for r in runs]
         violation = next((r["violation"] for r in runs if r.get("violation")), None)
+        longest = f"{mid['max']:,.0f}" if "max" in mid else "—"
         lines.append(
             f"| {server} | {sessions} | {library} | {mid['rate']:,.0f} | {spread:.0%} "
             f"| {mid['p50']:.2f} | {mid['p99']:.1f} "
+            f"| {longest} "
+            f"| {_shares(mid.get('adds_per_session', []))} "
             f"| {median([r['requests_per_add'] for r in runs]):.2f} "
             f"| {median([r['writes_per_add'] for r in runs]):.2f} "
             f"| {'—' if library == 'curator' else f'{median(cpu):,.0f}'} "

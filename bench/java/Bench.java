@@ -1318,9 +1318,12 @@ public final class Bench {
         long ops = 0;
         long conflicts = 0;
         long failures = 0;
+        long[] perContender = new long[tallies.size()];
         Map<String, long[]> merged = new LinkedHashMap<>();
         Map<String, Integer> sizes = new LinkedHashMap<>();
-        for (Stats stats : tallies) {
+        for (int i = 0; i < tallies.size(); i++) {
+            Stats stats = tallies.get(i);
+            perContender[i] = stats.ops;
             ops += stats.ops;
             conflicts += stats.conflicts;
             failures += stats.failures;
@@ -1347,12 +1350,19 @@ public final class Bench {
                 + ", \"contenders\": " + args.contenders()
                 + ", \"window_s\": " + number(seconds)
                 + ", \"ops\": " + ops
+                + ", \"ops_per_contender\": " + Arrays.toString(sortedCopy(perContender))
                 + ", \"rate\": " + number(ops / seconds)
                 + ", \"latency_ms\": {" + latency + "}"
                 + ", \"conflicts\": " + conflicts
                 + ", \"failures\": " + failures
                 + ", \"violation\": " + (violation == null ? "null" : quote(violation))
                 + ", \"extra\": {" + extra + "}}";
+    }
+
+    static long[] sortedCopy(long[] values) {
+        long[] sorted = values.clone();
+        Arrays.sort(sorted);
+        return sorted;
     }
 
     /** Nearest-rank p50/p90/p99/max of latencies in nanoseconds, in milliseconds. */
