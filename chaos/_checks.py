@@ -244,6 +244,11 @@ def _paused(history: History) -> dict[str, list[tuple[float, float]]]:
     return windows
 
 
+def _overlaps(windows: Iterable[tuple[float, float]], start: float, end: float) -> bool:
+    """Whether any of ``windows`` shares a moment with [start, end]."""
+    return any(a <= end and start <= b for a, b in windows)
+
+
 def _judged(history: History, op: Op, start: float, end: float) -> bool:
     """Whether ``op``'s holder could not have lost its hold over [start, end] without
     knowing: a client with the standard error policy (a suspended connection
@@ -254,8 +259,7 @@ def _judged(history: History, op: Op, start: float, end: float) -> bool:
     session-policy client cut off from ZooKeeper, may still believe it holds after
     its session expired: the recipes document that limit, and the fenced store
     (with the ``told`` checks) covers those holders."""
-    paused = _paused(history).get(op.worker, ())
-    stopped = any(a <= end and start <= b for a, b in paused)
+    stopped = _overlaps(_paused(history).get(op.worker, ()), start, end)
     return op.args.get("policy", "standard") == "standard" and not stopped
 
 
@@ -1136,8 +1140,7 @@ def _loop_free(history: History, verdict: Verdict) -> None:
     for stall in history.stalls:
         start, end = float(stall["from"]), float(stall["to"])
         ran = end - start - float(stall.get("frozen", 0.0))
-        windows = pauses.get(str(stall.get("worker")), ())
-        paused = any(a <= end and start <= b for a, b in windows)
+        paused = _overlaps(pauses.get(str(stall.get("worker")), ()), start, end)
         if ran < BLOCKED_BOUND or paused:
             continue
         blocked += 1
