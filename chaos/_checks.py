@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -249,7 +249,9 @@ def _overlaps(windows: Iterable[tuple[float, float]], start: float, end: float) 
     return any(a <= end and start <= b for a, b in windows)
 
 
-def _judged(history: History, op: Op, start: float, end: float) -> bool:
+def _judged(
+    paused: Mapping[str, list[tuple[float, float]]], op: Op, start: float, end: float
+) -> bool:
     """Whether ``op``'s holder could not have lost its hold over [start, end] without
     knowing: a client with the standard error policy (a suspended connection
     already counts as a loss, and the client suspends before the server can expire
@@ -258,8 +260,9 @@ def _judged(history: History, op: Op, start: float, end: float) -> bool:
     nothing, and records it only once it runs again). A paused process, or a
     session-policy client cut off from ZooKeeper, may still believe it holds after
     its session expired: the recipes document that limit, and the fenced store
-    (with the ``told`` checks) covers those holders."""
-    stopped = _overlaps(_paused(history).get(op.worker, ()), start, end)
+    (with the ``told`` checks) covers those holders. ``paused``: :func:`_paused`
+    of the run, computed once by the caller for all the holds it judges."""
+    stopped = _overlaps(paused.get(op.worker, ()), start, end)
     return op.args.get("policy", "standard") == "standard" and not stopped
 
 
@@ -272,10 +275,11 @@ def _holds(history: History, recipe: str, verdict: Verdict, *, excuse: bool = Tr
         for o in history.of(recipe)
         if o.status == "ok" and o.get("t_acq") is not None and o.get("t_rel") is not None
     ]
+    paused = _paused(history)
     holds = [
         hold
         for hold in ended
-        if not excuse or _judged(history, hold, float(hold.get("t_acq")), float(hold.get("t_rel")))
+        if not excuse or _judged(paused, hold, float(hold.get("t_acq")), float(hold.get("t_rel")))
     ]
     verdict.counts["holds without loss"] = len(ended)
     if excuse:
@@ -355,6 +359,7 @@ def _handover(recipe: str, resource: str) -> Callable[..., None]:
     def check(history: History, verdict: Verdict) -> None:
         terms: list[tuple[Op, float, float]] = []
         excused = earlier = 0
+        paused = _paused(history)
         for op in history.of(recipe):
             if op.get("t_acq") is None:
                 continue
@@ -364,7 +369,7 @@ def _handover(recipe: str, resource: str) -> Callable[..., None]:
             if end is None:
                 continue
             start = float(op.get("t_acq"))
-            if not _judged(history, op, start, float(end)):
+            if not _judged(paused, op, start, float(end)):
                 excused += 1
                 continue
             terms.append((op, start, float(end)))
