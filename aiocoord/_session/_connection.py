@@ -17,7 +17,7 @@ import logging
 import ssl
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from .. import _telemetry
@@ -55,20 +55,29 @@ _sends: contextvars.ContextVar[SendRecord | None] = contextvars.ContextVar(
 )
 
 
-@contextlib.contextmanager
-def track_sends() -> Iterator[SendRecord]:
+class _TrackSends:
+    """The ``with`` block of :func:`track_sends` (a class: it is entered on every
+    protected create, where a generator's machinery cost more than the block)."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> SendRecord:
+        record = SendRecord(_sends.get())
+        self._token = _sends.set(record)
+        return record
+
+    def __exit__(self, *exc_info: object) -> None:
+        _sends.reset(self._token)
+
+
+def track_sends() -> contextlib.AbstractContextManager[SendRecord]:
     """Record whether the block (this task, and tasks it starts) wrote any request.
 
     A recipe cut off while it waited for a connection sent nothing, so it has
     nothing to look for on the server: its cleanup needs no round trip (which
     would wait for the server to come back).
     """
-    record = SendRecord(_sends.get())
-    token = _sends.set(record)
-    try:
-        yield record
-    finally:
-        _sends.reset(token)
+    return _TrackSends()
 
 
 def _mark_sent() -> None:
@@ -466,8 +475,10 @@ async def replies(futures: Sequence[asyncio.Future[Any]]) -> list[Any]:
             # Its traceback holds this frame, which holds the future that holds
             # it: without this, a cycle for every pipeline whose last reply failed.
             error.__traceback__ = None
-        if not all(future.done() for future in futures):  # replies out of order
-            await asyncio.wait(futures)
+        for future in futures:
+            if not future.done():  # replies out of order
+                await asyncio.wait(futures)
+                break
     except asyncio.CancelledError:
         for future in futures:
             if future.done() and not future.cancelled():

@@ -21,8 +21,8 @@ import logging
 import random
 import ssl
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Generic, TypeVar
 
 from .. import _telemetry
 from .._exceptions import (
@@ -67,33 +67,47 @@ DEFAULT = _Default()
 _override: contextvars.ContextVar[float | None] = contextvars.ContextVar("aiocoord_request_timeout")
 
 
+V = TypeVar("V")
+
 _pinned: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "aiocoord_pinned_session", default=None
 )
 
 
-@contextlib.contextmanager
-def only_in_session(session_id: int) -> Iterator[None]:
+class _Scoped(Generic[V]):
+    """Sets a context variable for a ``with`` block (this task and the tasks it
+    starts), and restores it after. A class rather than a generator-based
+    context manager: a queued counter add enters one, and the generator's
+    machinery cost more than the rest of the scope."""
+
+    __slots__ = ("_token", "_value", "_var")
+
+    def __init__(self, var: contextvars.ContextVar[V], value: V) -> None:
+        self._var = var
+        self._value = value
+        self._token: contextvars.Token[V] | None = None
+
+    def __enter__(self) -> None:
+        self._token = self._var.set(self._value)
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self._token is not None
+        self._var.reset(self._token)
+        self._token = None
+
+
+def only_in_session(session_id: int) -> contextlib.AbstractContextManager[None]:
     """Within the block (this task and tasks it starts), requests go out only in
     session ``session_id``: one that would go out in another (it waited through
     a disconnection into a new session) raises SessionExpiredError unsent."""
-    token = _pinned.set(session_id)
-    try:
-        yield
-    finally:
-        _pinned.reset(token)
+    return _Scoped(_pinned, session_id)
 
 
-@contextlib.contextmanager
-def request_timeout(seconds: float | None) -> Iterator[None]:
+def request_timeout(seconds: float | None) -> contextlib.AbstractContextManager[None]:
     """Within the block (this task and tasks it starts), requests wait at most
     ``seconds`` for a connection (None: without bound), whatever the client's
     ``request_timeout``."""
-    token = _override.set(seconds)
-    try:
-        yield
-    finally:
-        _override.reset(token)
+    return _Scoped(_override, seconds)
 
 
 class SessionEngine:

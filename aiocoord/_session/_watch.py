@@ -34,6 +34,11 @@ class WatchKind(enum.Enum):
     RECURSIVE = "persistent-recursive"
     """Created, changed and deleted events on a node and all below it, until removed."""
 
+    # The registry keys its tables by kind on every watch set and fired: members
+    # are singletons, so identity hashes them, in C (Enum's own hashes the name
+    # in Python).
+    __hash__ = object.__hash__
+
 
 _ONE_SHOT = (WatchKind.DATA, WatchKind.EXIST, WatchKind.CHILD)
 

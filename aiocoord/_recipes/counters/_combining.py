@@ -33,10 +33,9 @@ Curator's DistributedAtomicLong never reads.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -174,14 +173,16 @@ class _State:
             raw = json.loads(data)
             upto, value, version = _top(raw)
             batches = tuple(
-                _Batch(
-                    first,
-                    start,
-                    size,
-                    tuple(range(offsets)) if isinstance(offsets, int) else tuple(offsets),
-                    (added,) * count if isinstance(added, int) else tuple(added),
-                )
-                for first, start, size, offsets, added, count in _walk(raw["batches"])
+                [
+                    _Batch(
+                        first,
+                        start,
+                        size,
+                        tuple(range(offsets)) if isinstance(offsets, int) else tuple(offsets),
+                        (added,) * count if isinstance(added, int) else tuple(added),
+                    )
+                    for first, start, size, offsets, added, count in _walk(raw["batches"])
+                ]
             )
         except (ValueError, TypeError, KeyError, RecursionError):
             raise CorruptValueError(path, data, "a counter's combining state") from None
@@ -230,9 +231,13 @@ class _State:
         return _State(upto, value, version, tuple(reversed(kept)), self.stat_version)
 
 
+_Walked = tuple[int, int, int, int | list[int], int | list[int], int]
+"""A stored batch as :func:`_walk` gives it."""
+
+
 def _find(
     seq: int,
-    walked: Iterator[tuple[int, int, int, int | list[int], int | list[int], int]],
+    walked: Iterable[_Walked],
     value: int,
     version: int,
 ) -> Combined | None:
@@ -263,14 +268,17 @@ def _top(raw: dict[str, object]) -> tuple[int, int, int]:
     return upto, value, version
 
 
-def _walk(
-    encoded: Iterable[Any],
-) -> Iterator[tuple[int, int, int, int | list[int], int | list[int], int]]:
+def _walk(encoded: Iterable[Any]) -> list[_Walked]:
     """Each stored batch as ``(first, start, size, offsets, added, count)``, with
     ``offsets`` and ``added`` as stored (a count or a list; one add or a list)
     and every number type-checked. ValueError or TypeError on anything a
     combiner does not write.
+
+    A list, not a generator: a combiner walks every kept batch (dozens) on
+    each combined write, and a generator's resume per batch cost more than the
+    batch's checks.
     """
+    walked: list[_Walked] = []
     follows: tuple[int, int] | None = None
     for batch in encoded:
         if len(batch) == 3 and follows is not None:
@@ -297,8 +305,9 @@ def _walk(
             total = sum(added)
         else:
             raise ValueError(batch)
-        yield first, start, size, offsets, added, count
+        walked.append((first, start, size, offsets, added, count))
         follows = (first + last + 1, start + total) if count else None
+    return walked
 
 
 def combining_queue(counter: str) -> str:
@@ -325,11 +334,14 @@ def _parse(name: str) -> tuple[int, Entry | None]:
     code = body[len(REQUEST_NAME) : -1]
     if not code:
         return int(tail), None
-    try:
-        delta, lower, upper = (None if part == "n" else int(part) for part in code.split("_"))
-    except ValueError:
+    parts = code.split("_")
+    if len(parts) != 3 or parts[0] == "n":
         return -1, None
-    if delta is None:
+    try:
+        delta = int(parts[0])
+        lower = None if parts[1] == "n" else int(parts[1])
+        upper = None if parts[2] == "n" else int(parts[2])
+    except ValueError:
         return -1, None
     return int(tail), (delta, lower, upper)
 
@@ -341,8 +353,10 @@ def _sequence(name: str) -> int:
 def _request_name(entries: Sequence[Entry]) -> tuple[str, bytes]:
     """The name suffix and data of a request carrying ``entries``."""
     if len(entries) == 1:
-        code = "_".join("n" if part is None else str(part) for part in entries[0])
-        return f"{REQUEST_NAME}{code}-", b""
+        delta, lower, upper = entries[0]
+        low = "n" if lower is None else lower
+        up = "n" if upper is None else upper
+        return f"{REQUEST_NAME}{delta}_{low}_{up}-", b""
     encoded = json.dumps([list(entry) for entry in entries], separators=(",", ":")).encode()
     return f"{REQUEST_NAME}-", encoded
 
@@ -408,29 +422,42 @@ class Combiner:
         client = self._client
         read: tuple[bytes, Stat] | None = None
         try:
-            with client.only_in_session(client.session_id), self._abandon_on_error(own):
-                while True:
-                    state: _State | None = None
-                    if read is not None:
-                        upto, found = self._result(seq, read[0])
-                        if found is not None:
-                            return found
-                        ahead = [entry for entry in ahead if entry[0] > upto]
+            # Requests go out only in our session; on an error, our request
+            # is taken out of the queue in the background (left there, it
+            # would hold everyone behind it: nobody combines it but us),
+            # started inside this pin so that its delete never goes out in
+            # another session (if ours ended, the request went with it).
+            with client.only_in_session(client.session_id):
+                try:
+                    while True:
+                        state: _State | None = None
+                        if read is not None:
+                            upto, found = self._result(seq, read[0])
+                            if found is not None:
+                                return found
+                            ahead = [entry for entry in ahead if entry[0] > upto]
+                            if not ahead:
+                                state = _State.decode(self._queue, *read)
                         if not ahead:
-                            state = _State.decode(self._queue, *read)
-                    if not ahead:
-                        outcome = await self._combine(node, seq, entries, state)
-                        if isinstance(outcome, Combined):
-                            return outcome
-                        if outcome is not None:
-                            ahead, read = outcome, None  # requests ahead we had not seen
-                            continue
-                    elif await self._wait_gone(ahead[-1][1]):
-                        # Usually applied with the request ahead of ours: one
-                        # read of the state tells, and otherwise serves the
-                        # combined write we then make as first in line.
-                        ahead.pop()
-                    read = await retry_on_connection_loss(client, self._read_state)
+                            outcome = await self._combine(node, seq, entries, state)
+                            if isinstance(outcome, Combined):
+                                return outcome
+                            if outcome is not None:
+                                ahead, read = outcome, None  # requests ahead we had not seen
+                                continue
+                        elif await self._wait_gone(ahead[-1][1]):
+                            # Usually applied with the request ahead of ours: one
+                            # read of the state tells, and otherwise serves the
+                            # combined write we then make as first in line.
+                            ahead.pop()
+                        read = await retry_on_connection_loss(client, self._read_state)
+                except CorruptValueError as error:
+                    if error.path != self._path:
+                        self._start_abandon(own)
+                    raise  # a corrupt counter: withdrawn below, not abandoned
+                except BaseException:  # a cancel too: the add may or may not be applied
+                    self._start_abandon(own)
+                    raise
         except (SessionExpiredError, NoConnectionError) as error:
             # Still queued or gone with the session: it may have been applied.
             raise OutcomeUnknownError(self._path) from error
@@ -446,24 +473,6 @@ class Combiner:
             if found is None:
                 raise OutcomeUnknownError(self._path) from None
             return found
-
-    @contextlib.contextmanager
-    def _abandon_on_error(self, own: OwnNode) -> Iterator[None]:
-        """On an error, take our request out of the queue in the background: left
-        there, it would hold everyone behind it (nobody combines it but us).
-
-        Started inside the session pin, the delete never goes out in another
-        session: if ours ended, the request went with it.
-        """
-        try:
-            yield
-        except CorruptValueError as error:
-            if error.path != self._path:
-                self._start_abandon(own)
-            raise  # a corrupt counter: submit withdraws the request itself
-        except BaseException:  # a cancel too: the add then may or may not be applied
-            self._start_abandon(own)
-            raise
 
     def _start_abandon(self, own: OwnNode) -> None:
         coro = self._abandon(own)
@@ -535,8 +544,11 @@ class Combiner:
             listed = await retry_on_connection_loss(
                 client, functools.partial(client.children, self._queue)
             )
-        seq = _sequence(_paths.basename(node))
-        ahead = sorted((s, n) for n in listed if 0 <= (s := _sequence(n)) < seq)
+        seq = _parse(node.rpartition("/")[2])[0]
+        # A list, not a generator: this runs once per queued add, over every
+        # pending request's name (each parsed once per process: _parse caches).
+        ahead = [(s, n) for n in listed if 0 <= (s := _parse(n)[0]) < seq]
+        ahead.sort()
         return node, seq, ahead
 
     async def _read_state(self) -> tuple[bytes, Stat]:
