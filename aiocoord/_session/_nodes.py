@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Literal, Protocol, TypeVar, Unpack
@@ -107,7 +108,18 @@ async def retry_on_connection_loss(client: Nodes, operation: Callable[[], Awaita
     Session expiry is not retried here: the caller's ephemeral node went with
     the session, and only the caller knows how to start over.
     """
-    return await call_with_retry(client.retry_policy, operation, retry_if=_is_connection_loss)
+    # The first attempt is made here, so that while the connection holds (nearly
+    # always) the retry loop is not one more coroutine to resume on every reply.
+    started = time.monotonic()
+    try:
+        return await operation()
+    except ConnectionLossError as error:
+        if isinstance(error, NoConnectionError):
+            raise
+        failed = error
+    return await call_with_retry(
+        client.retry_policy, operation, retry_if=_is_connection_loss, failed=failed, started=started
+    )
 
 
 def cleanup_bound(client: Nodes) -> float:

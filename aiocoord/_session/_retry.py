@@ -140,16 +140,23 @@ async def call_with_retry(
     operation: Callable[[], Awaitable[T]],
     *,
     retry_if: Callable[[BaseException], bool] = is_retryable,
+    failed: Exception | None = None,
+    started: float | None = None,
 ) -> T:
     """Run ``operation`` until it succeeds, fails for good, or ``policy`` gives up.
 
     The last error is re-raised when the policy gives up. The caller's own
     deadline (``anyio.fail_after``) bounds the whole loop, pauses included.
+    ``failed``: the error of a first attempt the caller made itself, begun at
+    ``started`` (``time.monotonic()``): counted as if made here.
     """
-    start = time.monotonic()
+    start = time.monotonic() if started is None else started
     attempt = 0
     while True:
         try:
+            if failed is not None:
+                error, failed = failed, None
+                raise error
             return await operation()
         except Exception as error:
             if not retry_if(error):

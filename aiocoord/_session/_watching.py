@@ -37,6 +37,10 @@ _UNSEEN = object()
 """What a change stream has yielded before its first snapshot."""
 
 
+_EXISTS_KINDS = {0: WatchKind.DATA, _zk.NO_NODE_CODE: WatchKind.EXIST}
+"""The watch an exists read sets, by its reply's code."""
+
+
 class Watcher:
     """Sends watched reads for one client and builds change streams on them."""
 
@@ -110,10 +114,10 @@ class Watcher:
                 self._retry_removals(server_path)
         return result, out[0]
 
-    async def exists(self, path: str) -> tuple[Stat | None, Watch]:
-        kinds = {0: WatchKind.DATA, _zk.NO_NODE_CODE: WatchKind.EXIST}
-        stat, watch = await self._call_watched(self._requests.exists, path, kinds)
-        return stat, watch
+    def exists(self, path: str) -> Awaitable[tuple[Stat | None, Watch]]:
+        # The read itself, not a coroutine around it: one level fewer to resume
+        # on the reply (recipes wait on their predecessor with this).
+        return self._call_watched(self._requests.exists, path, _EXISTS_KINDS)
 
     async def data(self, path: str) -> tuple[bytes, Stat, Watch]:
         result, watch = await self._call_watched(self._requests.get, path, {0: WatchKind.DATA})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import anyio
 
@@ -63,13 +63,13 @@ class Gone(enum.Enum):
     SESSION_EXPIRED = "the session expired"
 
 
-async def wait_change(
+def wait_change(
     client: Client,
     path: str,
     *,
     session: int | None = None,
     gone_if: Callable[[Stat], bool] | None = None,
-) -> Gone | None:
+) -> Awaitable[Gone | None]:
     """Watch ``path`` and wait for its next change: why it is gone (at once if it
     already is), or None if it changed and is still there.
 
@@ -80,7 +80,9 @@ async def wait_change(
     Connection loss is retried under the client's policy; other errors
     (session expiry included) propagate.
     """
-    return await _look_and_wait(client, path, session, gone_if, None, expiry_is_change=False)
+    # The wait itself, not a coroutine around it: one level fewer to resume on
+    # each reply and event (every waiting lock contender and queued add).
+    return _look_and_wait(client, path, session, gone_if, None, expiry_is_change=False)
 
 
 async def wait_gone(

@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -551,8 +551,10 @@ class Combiner:
         ahead.sort()
         return node, seq, ahead
 
-    async def _read_state(self) -> tuple[bytes, Stat]:
-        return await self._client.get(self._queue)
+    def _read_state(self) -> Awaitable[tuple[bytes, Stat]]:
+        # The client's get itself, not a coroutine around it: one level fewer
+        # to resume when the reply comes (every queued add reads the state).
+        return self._client.get(self._queue)
 
     async def _wait_gone(self, name: str) -> bool:
         """Wait for the request ``name`` to change; True if it is (or already was) gone."""
