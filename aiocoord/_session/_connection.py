@@ -61,13 +61,20 @@ class _TrackSends:
 
     __slots__ = ("_token",)
 
+    def __init__(self) -> None:
+        self._token: contextvars.Token[SendRecord | None] | None = None
+
     def __enter__(self) -> SendRecord:
+        if self._token is not None:  # as a generator-based one, it is not reentrant
+            raise RuntimeError("this scope is already entered")
         record = SendRecord(_sends.get())
         self._token = _sends.set(record)
         return record
 
     def __exit__(self, *exc_info: object) -> None:
+        assert self._token is not None
         _sends.reset(self._token)
+        self._token = None
 
 
 def track_sends() -> contextlib.AbstractContextManager[SendRecord]:

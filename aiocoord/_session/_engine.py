@@ -67,11 +67,12 @@ DEFAULT = _Default()
 _override: contextvars.ContextVar[float | None] = contextvars.ContextVar("aiocoord_request_timeout")
 
 
-V = TypeVar("V")
-
 _pinned: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "aiocoord_pinned_session", default=None
 )
+
+
+V = TypeVar("V")
 
 
 class _Scoped(Generic[V]):
@@ -88,6 +89,8 @@ class _Scoped(Generic[V]):
         self._token: contextvars.Token[V] | None = None
 
     def __enter__(self) -> None:
+        if self._token is not None:  # as a generator-based one, it is not reentrant
+            raise RuntimeError("this scope is already entered")
         self._token = self._var.set(self._value)
 
     def __exit__(self, *exc_info: object) -> None:

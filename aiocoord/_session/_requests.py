@@ -102,7 +102,7 @@ class RequestBuilder:
         acls = self.default_acl if acl is None else check_acl(acl, path=path)
         return _zk.create_op(
             path,
-            (self.server_path(path) if self.prefix else path),
+            self.server_path(path),
             value,
             acls,
             ephemeral=ephemeral,
@@ -114,51 +114,37 @@ class RequestBuilder:
     def set(self, path: str, data: bytes, version: int) -> _zk.Op:
         _paths.validate_path(path)
         value = check_data(path, data, self.max_data_size)
-        return _zk.set_data_op(
-            path,
-            (self.server_path(path) if self.prefix else path),
-            value,
-            check_version(version, path),
-        )
+        return _zk.set_data_op(path, self.server_path(path), value, check_version(version, path))
 
     def delete(self, path: str, version: int) -> _zk.Op:
         _paths.validate_path(path)
-        return _zk.delete_op(
-            path, (self.server_path(path) if self.prefix else path), check_version(version, path)
-        )
+        return _zk.delete_op(path, self.server_path(path), check_version(version, path))
 
     def check(self, path: str, version: int) -> _zk.Op:
         _paths.validate_path(path)
-        return _zk.check_op(
-            path, (self.server_path(path) if self.prefix else path), check_version(version, path)
-        )
+        return _zk.check_op(path, self.server_path(path), check_version(version, path))
 
     def get(self, path: str, *, watch: bool = False) -> _zk.Op:
         _paths.validate_path(path)
-        return _zk.get_data_op(path, (self.server_path(path) if self.prefix else path), watch)
+        return _zk.get_data_op(path, self.server_path(path), watch)
 
     def exists(self, path: str, *, watch: bool = False) -> _zk.Op:
         _paths.validate_path(path)
-        return _zk.exists_op(path, (self.server_path(path) if self.prefix else path), watch)
+        return _zk.exists_op(path, self.server_path(path), watch)
 
     def children(self, path: str, *, watch: bool = False) -> _zk.Op:
         _paths.validate_path(path)
-        return _zk.children_op(path, (self.server_path(path) if self.prefix else path), watch)
+        return _zk.children_op(path, self.server_path(path), watch)
 
     def sync(self, path: str) -> _zk.Op:
         _paths.validate_path(path)
-        return _zk.sync_op(path, (self.server_path(path) if self.prefix else path))
+        return _zk.sync_op(path, self.server_path(path))
 
     def get_acl(self, path: str) -> _zk.Op:
         _paths.validate_path(path)
-        return _zk.get_acl_op(path, (self.server_path(path) if self.prefix else path))
+        return _zk.get_acl_op(path, self.server_path(path))
 
     def set_acl(self, path: str, acl: Sequence[ACL], version: int) -> _zk.Op:
         _paths.validate_path(path)
         acls = check_acl(acl, path=path)
-        return _zk.set_acl_op(
-            path,
-            (self.server_path(path) if self.prefix else path),
-            acls,
-            check_version(version, path),
-        )
+        return _zk.set_acl_op(path, self.server_path(path), acls, check_version(version, path))

@@ -10,12 +10,14 @@ from aiocoord import (
     ClientClosedError,
     ConnectionLossError,
     ExponentialBackoff,
+    NoConnectionError,
     NoNodeError,
     RetryForever,
     RetryNTimes,
     RetryUntilElapsed,
     SessionExpiredError,
 )
+from aiocoord._session._nodes import retry_on_connection_loss
 from aiocoord._session._retry import call_with_retry, is_retryable
 
 
@@ -82,4 +84,59 @@ async def test_retry_loop_does_not_retry_answers() -> None:
 
     with pytest.raises(NoNodeError):
         await call_with_retry(RetryForever(0.0), op)
+    assert calls == 1
+
+
+class _Policy:
+    """What retry_on_connection_loss needs of a client: its retry policy."""
+
+    def __init__(self, policy: RetryNTimes) -> None:
+        self.retry_policy = policy
+
+
+async def test_retry_on_connection_loss_makes_the_policys_attempts_and_no_more() -> None:
+    # The first attempt is made outside the retry loop (one coroutine level
+    # fewer per reply), and still counts as the policy's first.
+    calls = 0
+
+    async def op() -> None:
+        nonlocal calls
+        calls += 1
+        raise ConnectionLossError(sent=True)
+
+    with pytest.raises(ConnectionLossError):
+        await retry_on_connection_loss(_Policy(RetryNTimes(2, 0.0)), op)  # type: ignore[arg-type]
+    assert calls == 3
+
+
+async def test_retry_on_connection_loss_passes_other_errors_at_once() -> None:
+    calls = 0
+
+    async def op() -> None:
+        nonlocal calls
+        calls += 1
+        raise (NoConnectionError(waited=0.0) if calls == 1 else NoNodeError("/x"))
+
+    with pytest.raises(NoConnectionError):
+        await retry_on_connection_loss(_Policy(RetryNTimes(5, 0.0)), op)  # type: ignore[arg-type]
+    with pytest.raises(NoNodeError):
+        await retry_on_connection_loss(_Policy(RetryNTimes(5, 0.0)), op)  # type: ignore[arg-type]
+    assert calls == 2
+
+
+async def test_retry_loop_counts_a_first_failure_made_by_its_caller() -> None:
+    calls = 0
+
+    async def op() -> str:
+        nonlocal calls
+        calls += 1
+        return "ok"
+
+    failed = ConnectionLossError(sent=True)
+    # RetryNTimes(1): the caller's failure, then one more try, which succeeds.
+    assert await call_with_retry(RetryNTimes(1, 0.0), op, failed=failed) == "ok"
+    # RetryNTimes(0): the caller's failure was the only try allowed.
+    with pytest.raises(ConnectionLossError) as caught:
+        await call_with_retry(RetryNTimes(0, 0.0), op, failed=failed)
+    assert caught.value is failed
     assert calls == 1
