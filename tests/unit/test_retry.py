@@ -14,6 +14,7 @@ from aiocoord import (
     NoNodeError,
     RetryForever,
     RetryNTimes,
+    RetryPolicy,
     RetryUntilElapsed,
     SessionExpiredError,
 )
@@ -61,67 +62,58 @@ async def test_retry_loop_retries_until_success() -> None:
     assert await call_with_retry(RetryNTimes(5, 0.0), op) == "ok"
 
 
-async def test_retry_loop_gives_up_with_the_last_error() -> None:
-    calls = 0
+class _Raising:
+    """An operation that raises the next of ``errors`` on each call (the last one
+    from then on), counting its calls."""
 
-    async def op() -> None:
-        nonlocal calls
-        calls += 1
-        raise ConnectionLossError(sent=True)
+    def __init__(self, *errors: Exception) -> None:
+        self.errors = errors
+        self.calls = 0
 
-    with pytest.raises(ConnectionLossError):
-        await call_with_retry(RetryNTimes(2, 0.0), op)
-    assert calls == 3
-
-
-async def test_retry_loop_does_not_retry_answers() -> None:
-    calls = 0
-
-    async def op() -> None:
-        nonlocal calls
-        calls += 1
-        raise NoNodeError("/x")
-
-    with pytest.raises(NoNodeError):
-        await call_with_retry(RetryForever(0.0), op)
-    assert calls == 1
+    async def __call__(self) -> None:
+        self.calls += 1
+        raise self.errors[min(self.calls, len(self.errors)) - 1]
 
 
-class _Policy:
+class _Client:
     """What retry_on_connection_loss needs of a client: its retry policy."""
 
-    def __init__(self, policy: RetryNTimes) -> None:
+    def __init__(self, policy: RetryPolicy) -> None:
         self.retry_policy = policy
 
 
-async def test_retry_on_connection_loss_makes_the_policys_attempts_and_no_more() -> None:
-    # The first attempt is made outside the retry loop (one coroutine level
-    # fewer per reply), and still counts as the policy's first.
-    calls = 0
+async def _retry(loop: str, policy: RetryPolicy, op: _Raising) -> None:
+    if loop == "call_with_retry":
+        await call_with_retry(policy, op)
+    else:
+        # It makes the first attempt outside the retry loop (one coroutine
+        # level fewer per reply), which still counts as the policy's first.
+        await retry_on_connection_loss(_Client(policy), op)  # type: ignore[arg-type]
 
-    async def op() -> None:
-        nonlocal calls
-        calls += 1
-        raise ConnectionLossError(sent=True)
 
+@pytest.mark.parametrize("loop", ["call_with_retry", "retry_on_connection_loss"])
+async def test_a_retry_loop_makes_the_policys_attempts_then_raises_the_last_error(
+    loop: str,
+) -> None:
+    op = _Raising(ConnectionLossError(sent=True))
     with pytest.raises(ConnectionLossError):
-        await retry_on_connection_loss(_Policy(RetryNTimes(2, 0.0)), op)  # type: ignore[arg-type]
-    assert calls == 3
+        await _retry(loop, RetryNTimes(2, 0.0), op)
+    assert op.calls == 3
 
 
-async def test_retry_on_connection_loss_passes_other_errors_at_once() -> None:
-    calls = 0
-
-    async def op() -> None:
-        nonlocal calls
-        calls += 1
-        raise (NoConnectionError(waited=0.0) if calls == 1 else NoNodeError("/x"))
-
-    with pytest.raises(NoConnectionError):
-        await retry_on_connection_loss(_Policy(RetryNTimes(5, 0.0)), op)  # type: ignore[arg-type]
+@pytest.mark.parametrize("loop", ["call_with_retry", "retry_on_connection_loss"])
+async def test_a_retry_loop_does_not_retry_answers(loop: str) -> None:
+    op = _Raising(NoNodeError("/x"))
     with pytest.raises(NoNodeError):
-        await retry_on_connection_loss(_Policy(RetryNTimes(5, 0.0)), op)  # type: ignore[arg-type]
-    assert calls == 2
+        await _retry(loop, RetryForever(0.0), op)
+    assert op.calls == 1
+
+
+async def test_retry_on_connection_loss_does_not_wait_again_for_a_connection() -> None:
+    op = _Raising(NoConnectionError(waited=0.0))
+    with pytest.raises(NoConnectionError):
+        await _retry("retry_on_connection_loss", RetryNTimes(5, 0.0), op)
+    assert op.calls == 1
 
 
 async def test_retry_loop_counts_a_first_failure_made_by_its_caller() -> None:
