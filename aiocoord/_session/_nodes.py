@@ -114,7 +114,7 @@ async def retry_on_connection_loss(client: Nodes, operation: Callable[[], Awaita
     try:
         return await operation()
     except ConnectionLossError as error:
-        if isinstance(error, NoConnectionError):
+        if not _is_connection_loss(error):
             raise
         failed = error
     return await call_with_retry(

@@ -544,7 +544,7 @@ class Combiner:
             listed = await retry_on_connection_loss(
                 client, functools.partial(client.children, self._queue)
             )
-        seq = _parse(node.rpartition("/")[2])[0]
+        seq = _sequence(_paths.basename(node))
         # A list, not a generator: this runs once per queued add, over every
         # pending request's name (each parsed once per process: _parse caches).
         ahead = [(s, n) for n in listed if 0 <= (s := _parse(n)[0]) < seq]
