@@ -21,7 +21,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from .. import _telemetry
-from .._exceptions import ConnectionLossError, DataTooLargeError, error_for_code
+from .._exceptions import (
+    SESSION_EXPIRED_CODE,
+    UNKNOWN_SESSION_CODE,
+    ConnectionLossError,
+    DataTooLargeError,
+    error_for_code,
+)
 from . import _zk
 
 __all__ = ["Connection", "SendRecord", "open_connection", "replies", "track_sends"]
@@ -131,12 +137,15 @@ class Connection(asyncio.BufferedProtocol):
         max_request_size: int = _zk.JUTE_MAXBUFFER,
         *,
         timed: bool = False,
+        on_session_ended: ClosedHandler | None = None,
     ) -> None:
         self._loop = asyncio.get_running_loop()
         self._timed = timed
         """Time each request for ``aiocoord.request.duration`` (Telemetry(request_metrics=True))."""
         self._on_event = on_event
         self._on_closed = on_closed
+        self._on_session_ended = on_session_ended
+        """Called when a reply says the session has ended though the socket is open."""
         self._transport: asyncio.Transport | None = None
         self._buffer = bytearray(_READ_SIZE)
         self._start = 0  # unparsed bytes are self._buffer[self._start : self._end]
@@ -312,16 +321,27 @@ class Connection(asyncio.BufferedProtocol):
             )
         future = item.future
         if future.done():  # the caller gave up waiting
+            if err:
+                self._check_session(err)
             return
         if item.hook is not None:
             item.hook(err)
         if err:
             future.set_exception(error_for_code(err, item.op.path))
+            self._check_session(err)
         else:
             try:
                 future.set_result(item.op.decode(frame[_zk.REPLY_HEADER.size :]))
             except Exception as error:
                 future.set_exception(error)
+
+    def _check_session(self, err: int) -> None:
+        # A server closes the socket when it ends a session, as a rule. After a
+        # leader failover, a follower was seen to keep one open for a session
+        # the new leader had expired: it served reads, and every write came
+        # back SESSIONEXPIRED, for as long as the socket lasted (20 s and more).
+        if err in (SESSION_EXPIRED_CODE, UNKNOWN_SESSION_CODE) and self._on_session_ended:
+            self._on_session_ended(self)
 
     # --- sending --------------------------------------------------------------
 
@@ -506,9 +526,13 @@ async def open_connection(
     ssl_context: ssl.SSLContext | None,
     *,
     timed: bool = False,
+    on_session_ended: ClosedHandler | None = None,
 ) -> Connection:
     loop = asyncio.get_running_loop()
     _transport, protocol = await loop.create_connection(
-        lambda: Connection(on_event, on_closed, timed=timed), host, port, ssl=ssl_context
+        lambda: Connection(on_event, on_closed, timed=timed, on_session_ended=on_session_ended),
+        host,
+        port,
+        ssl=ssl_context,
     )
     return protocol

@@ -336,6 +336,24 @@ class SessionEngine:
         self._ready = asyncio.get_running_loop().create_future()
         self._set_state(ConnectionState.SUSPENDED)
 
+    def _session_ended(self, conn: Connection) -> None:
+        """A reply said the session has ended, yet ``conn`` stays open.
+
+        Drop the connection: the reconnect presents the session again, a
+        server checks it with the leader and refuses it, and the client
+        reports LOST and starts a new session. Staying on would leave holders
+        trusting a session whose ephemeral nodes are gone.
+        """
+        if self._closing or conn is not self._conn:
+            return  # requests behind our own closeSession get this answer
+        log.warning(
+            "%s:%s refused a request of session 0x%x as expired, but kept the "
+            "connection open; reconnecting",
+            *conn.peer,
+            self.session_id,
+        )
+        conn.abort()
+
     def _check_client_side_expiry(self) -> None:
         """Declare LOST once suspended longer than the session timeout.
 
@@ -402,7 +420,13 @@ class SessionEngine:
         try:
             async with asyncio.timeout(timeout):
                 conn = await open_connection(
-                    host, port, self._on_event_frame, self._suspend, self._ssl, timed=self._timed
+                    host,
+                    port,
+                    self._on_event_frame,
+                    self._suspend,
+                    self._ssl,
+                    timed=self._timed,
+                    on_session_ended=self._session_ended,
                 )
                 reply = await conn.send_connect(
                     self._last_zxid,
