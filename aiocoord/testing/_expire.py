@@ -20,7 +20,10 @@ __all__ = ["drop_connection", "expire_session"]
 
 async def _close_session(host: str, port: int, session_id: int, password: bytes) -> bool:
     """Close a session from a second connection; False if the server did not confirm."""
-    conn = await open_connection(host, port, lambda _f: None, lambda _c: None, None)
+    try:
+        conn = await open_connection(host, port, lambda _f: None, lambda _c: None, None)
+    except OSError:
+        return False
     try:
         # The server drops the session's current connection when this one
         # claims it, and a fast client reconnects and claims it back; sending
@@ -39,6 +42,20 @@ async def _close_session(host: str, port: int, session_id: int, password: bytes)
         conn.close()
 
 
+_ATTEMPT_TIMEOUT = 5.0
+"""How long one server may take to close the session before the next is tried:
+a server cut off from its quorum holds the close until it notices."""
+
+
+def _servers(client: Client, address: tuple[str, int] | None) -> list[tuple[str, int]]:
+    """Where to send the close: ``address`` alone if given, else the client's
+    current server first, then every server it knows."""
+    if address is not None:
+        return [address]
+    first = [client.connected_to] if client.connected_to is not None else []
+    return list(dict.fromkeys([*first, *client.hosts]))
+
+
 async def expire_session(
     client: Client,
     *,
@@ -47,6 +64,10 @@ async def expire_session(
     address: tuple[str, int] | None = None,
 ) -> None:
     """Expire ``client``'s current session on the server.
+
+    Any server of the ensemble can end the session; the helper tries the
+    client's current one first, then the others in turn, so it works while
+    the client is between connections or its server is down.
 
     With ``wait`` (the default) return only once the client has reported
     LOST and then connected with a new session, so the test can go on.
@@ -57,13 +78,18 @@ async def expire_session(
     if identity is None:
         raise RuntimeError("the client has no session to expire")
     session_id, password = identity
-    host, port = address or client.connected_to or client.hosts[0]
+    servers = _servers(client, address)
     changes = client.state_changes()
     try:
         with anyio.fail_after(timeout):
-            for _attempt in itertools.count():
-                if await _close_session(host, port, session_id, password):
-                    break
+            # A session belongs to the whole ensemble, so any server can close
+            # it. Go round them all: the one the client last used may be the
+            # one that is down (the client between connections reports none).
+            for attempt in itertools.count():
+                host, port = servers[attempt % len(servers)]
+                with anyio.move_on_after(_ATTEMPT_TIMEOUT):
+                    if await _close_session(host, port, session_id, password):
+                        break
                 await anyio.sleep(0.01)
             if not wait:
                 return

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+from types import SimpleNamespace
+from typing import cast
 
 import anyio
 import pytest
@@ -213,6 +215,27 @@ async def test_expired_session_reports_lost_then_a_new_session(
         assert event == aiocoord.WatchEvent(EventType.DELETED, "/eph")
     assert coord.pending_watches == 0
     assert await coord.exists("/eph") is None
+
+
+async def test_expire_session_reaches_a_live_server_when_the_first_is_down(
+    coord: aiocoord.Client, state_log
+) -> None:
+    # What a client between connections looks like to the helper (it reports
+    # no server) while the first server it knows is down: the helper must go
+    # on to the next instead of knocking at the dead one until it times out.
+    log = state_log(coord)
+    old = coord.session_id
+    with socket.socket() as dead:
+        dead.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
+        between = SimpleNamespace(
+            client_id=coord.client_id,
+            connected_to=None,
+            hosts=[dead.getsockname()[:2], *coord.hosts],
+            state_changes=coord.state_changes,
+        )
+        await expire_session(cast(aiocoord.Client, between), timeout=15)
+    assert L in log.states
+    assert coord.session_id not in (0, old)
 
 
 async def test_session_expires_on_the_client_clock_while_the_server_is_down(
