@@ -114,17 +114,10 @@ class _ProtocolViolation(Exception):
     """The server sent something no request asked for."""
 
 
-class _Pending:
-    __slots__ = ("future", "hook", "op", "sent_at")
-
-    def __init__(
-        self, op: _zk.Op, future: asyncio.Future[Any], hook: ReplyHook | None, timed: bool
-    ):
-        self.op = op
-        self.future = future
-        self.hook = hook
-        # For the request-latency histogram (0: not timed, nothing to record).
-        self.sent_at = time.perf_counter() if timed else 0.0
+_Pending = tuple[_zk.Op, "asyncio.Future[Any]", ReplyHook | None, float]
+"""A request awaiting its reply: the op, its future, its reply hook, and when it
+was sent for the request-latency histogram (0: not timed). A tuple, not a class:
+one is made per request, and a class's ``__init__`` is a Python call each."""
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -193,8 +186,8 @@ class Connection(asyncio.BufferedProtocol):
         self._transport = None
         pending, self._pending = self._pending, {}
         for item in pending.values():
-            if not item.future.done():
-                item.future.set_exception(ConnectionLossError(sent=True))
+            if not item[1].done():
+                item[1].set_exception(ConnectionLossError(sent=True))
         for queue in self._special.values():
             while queue:
                 waiter = queue.popleft()
@@ -315,23 +308,23 @@ class Connection(asyncio.BufferedProtocol):
         item = self._pending.pop(xid, None)
         if item is None:
             raise _ProtocolViolation(f"a reply for xid {xid} (error {err}), which is no request's")
-        if item.sent_at:
+        op, future, hook, sent_at = item
+        if sent_at:
             _telemetry.request_done(
-                item.op.opcode, _zk.operation_name, not err, time.perf_counter() - item.sent_at
+                op.opcode, _zk.operation_name, not err, time.perf_counter() - sent_at
             )
-        future = item.future
         if future.done():  # the caller gave up waiting
             if err:
                 self._check_session(err)
             return
-        if item.hook is not None:
-            item.hook(err)
+        if hook is not None:
+            hook(err)
         if err:
-            future.set_exception(error_for_code(err, item.op.path))
+            future.set_exception(error_for_code(err, op.path))
             self._check_session(err)
         else:
             try:
-                future.set_result(item.op.decode(frame[_zk.REPLY_HEADER.size :]))
+                future.set_result(op.decode(frame[_zk.REPLY_HEADER.size :]))
             except Exception as error:
                 future.set_exception(error)
 
@@ -409,9 +402,11 @@ class Connection(asyncio.BufferedProtocol):
             raise self._too_large(op, len(frame) - 4)
         self._next_xid = xid + 1 if xid < 0x7FFFFFFF else 1
         self._send(frame)
-        _mark_sent()
+        record = _sends.get()
+        if record is not None:  # _mark_sent(), inline: this runs for every request
+            record.mark()
         future: asyncio.Future[Any] = self._loop.create_future()
-        self._pending[xid] = _Pending(op, future, hook, self._timed)
+        self._pending[xid] = (op, future, hook, time.perf_counter() if self._timed else 0.0)
         return future
 
     def submit_all(self, ops: Sequence[_zk.Op]) -> list[asyncio.Future[Any]]:
@@ -434,8 +429,11 @@ class Connection(asyncio.BufferedProtocol):
         futures: list[asyncio.Future[Any]] = []
         for offset, op in enumerate(ops):
             future: asyncio.Future[Any] = self._loop.create_future()
-            self._pending[(first + offset - 1) % 0x7FFFFFFF + 1] = _Pending(
-                op, future, None, self._timed
+            self._pending[(first + offset - 1) % 0x7FFFFFFF + 1] = (
+                op,
+                future,
+                None,
+                time.perf_counter() if self._timed else 0.0,
             )
             futures.append(future)
         return futures

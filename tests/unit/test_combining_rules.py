@@ -115,6 +115,21 @@ def test_any_run_of_batches_round_trips(batches: tuple[_Batch, ...]) -> None:
     assert _State.decode("/c/combining", state.encode(), STAT).batches == batches
 
 
+@given(batch_runs(), st.integers(1, 40))
+def test_a_decoded_state_grows_as_one_built_from_its_batches(
+    batches: tuple[_Batch, ...], size: int
+) -> None:
+    """A combiner adds its batch to the state as read (batches kept as stored);
+    the outcome is what the same batches, given whole, would make."""
+    built = _State(5, 6, 7, batches, 3)
+    decoded = _State.decode("/c/combining", built.encode(), STAT)
+    first = max((b.first + b.offsets[-1] + 1 for b in batches), default=0)
+    new = _Batch(first, 9, size, tuple(range(size)), (1,) * size)
+    assert decoded.after(new, first + size - 1, 9 + size, 8).encode() == (
+        built.after(new, first + size - 1, 9 + size, 8).encode()
+    )
+
+
 @given(batch_runs(), st.data())
 def test_a_requester_finds_its_result_as_the_batch_that_applied_it_says(
     batches: tuple[_Batch, ...], data: st.DataObject
