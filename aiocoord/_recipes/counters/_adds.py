@@ -117,34 +117,34 @@ class AddQueue:
     async def add(self, delta: int, lower: int | None, upper: int | None) -> AtomicValue[int]:
         future: asyncio.Future[AtomicValue[int]] = asyncio.get_running_loop().create_future()
         request = AddRequest(delta, lower, upper, future)
-        if self._drainer is None and not self._in_caller:
-            return await self._apply_in_caller(request)
-        self._queue.append(request)  # the drainer, or the caller's end, takes it
-        try:
-            return await future
-        except asyncio.CancelledError:
-            # Not yet taken into a write: withdraw it. Already in one: the write
-            # goes ahead for the others, and this caller simply stops waiting.
-            with contextlib.suppress(ValueError):
-                self._queue.remove(request)
-            raise
-
-    async def _apply_in_caller(self, request: AddRequest) -> AtomicValue[int]:
+        if self._drainer is not None or self._in_caller:
+            self._queue.append(request)  # the drainer, or the caller's end, takes it
+            try:
+                return await future
+            except asyncio.CancelledError:
+                # Not yet taken into a write: withdraw it. Already in one: the write
+                # goes ahead for the others, and this caller simply stops waiting.
+                with contextlib.suppress(ValueError):
+                    self._queue.remove(request)
+                raise
+        # Nobody is writing: this caller applies its own add. Inline, not in a
+        # method of its own: every coroutine level between the caller and the
+        # requests is resumed on each of a queued add's wake-ups.
         self._in_caller = True
         try:
             await self.apply([request])
         except Exception:
-            if not request.future.done():
+            if not future.done():
                 raise
         except BaseException:
-            if request.future.done():
-                request.future.exception()  # nobody will read it: not an unretrieved error
+            if future.done():
+                future.exception()  # nobody will read it: not an unretrieved error
             raise
         finally:
             self._in_caller = False
             if self._queue:
                 self._start_drainer()
-        return request.future.result()
+        return future.result()
 
     def _start_drainer(self) -> None:
         try:

@@ -612,6 +612,8 @@ class _AtomicNumber(_Atomic[int]):
         # Combining adds make one compare-and-set, then queue: retrying into
         # other writers' commits is what the queue replaces.
         self._add_retry = RetryNTimes(0, 0) if combine and retry is None else self._retry
+        self._batcher: _Batcher | None = None
+        """This path's batcher on the client, once looked up (see add)."""
 
     async def add(
         self,
@@ -634,28 +636,33 @@ class _AtomicNumber(_Atomic[int]):
         check_flag(raise_on_bound, "raise_on_bound", path=self.path)
         if lower is not None and upper is not None and lower > upper:
             raise InvalidArgumentError("bounds", f"lower ({lower}) > upper ({upper})", self.path)
-        _encode(self._codec, delta, self.path)  # a delta that does not fit is an overflow already
+        if not (self._codec is Codec.LONG and -(2**63) <= delta < 2**63):
+            _encode(self._codec, delta, self.path)  # a delta that does not fit is an overflow
         with _telemetry.span(
             "aiocoord.counter.add", self._tags, duration="aiocoord.counter.add.duration"
         ) as op:
             if self._coalesce and self._codec is Codec.LONG:
-                batcher: _Batcher = self._client.recipe_state(
-                    (
-                        _Batcher,
-                        self.path,
-                        self._add_retry,
-                        self._promoted,
-                        self._combine,
-                        self._acl,
-                    ),
-                    lambda: _Batcher(
-                        self._engine(combining=self._combine),
-                        self._add_retry,
-                        self._promoted,
-                        Combiner(self._client, self.path, self._acl) if self._combine else None,
-                        self._tags,
-                    ),
-                )
+                # Every object on this path and client with these options shares
+                # one batcher; each remembers it (a lookup hashes the options).
+                batcher = self._batcher
+                if batcher is None:
+                    batcher = self._batcher = self._client.recipe_state(
+                        (
+                            _Batcher,
+                            self.path,
+                            self._add_retry,
+                            self._promoted,
+                            self._combine,
+                            self._acl,
+                        ),
+                        lambda: _Batcher(
+                            self._engine(combining=self._combine),
+                            self._add_retry,
+                            self._promoted,
+                            Combiner(self._client, self.path, self._acl) if self._combine else None,
+                            self._tags,
+                        ),
+                    )
                 result = await batcher.add(delta, lower, upper)
             else:
                 codec = self._codec
