@@ -273,14 +273,28 @@ class OwnNode:
         """
         with track_sends() as sends:
             try:
+                # The first attempt is made here, as in retry_on_connection_loss:
+                # the retry loop is one more coroutine to resume on each reply.
+                started = time.monotonic()
+                try:
+                    return await self._attempt(list_children)
+                except Exception as error:
+                    if not self._retriable(error):
+                        raise
+                    failed = error
                 return await call_with_retry(
                     self._client.retry_policy,
                     lambda: self._attempt(list_children),
-                    # An unknown outcome is a connection loss too, but never one to retry.
-                    retry_if=lambda e: not isinstance(e, OutcomeUnknownError) and self._retry_if(e),
+                    retry_if=self._retriable,
+                    failed=failed,
+                    started=started,
                 )
             finally:
                 self._sent = self._sent or sends.sent
+
+    def _retriable(self, error: BaseException) -> bool:
+        # An unknown outcome is a connection loss too, but never one to retry.
+        return not isinstance(error, OutcomeUnknownError) and self._retry_if(error)
 
     async def _attempt(self, list_children: bool) -> list[str] | None:
         client = self._client
