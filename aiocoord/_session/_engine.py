@@ -346,6 +346,8 @@ class SessionEngine:
         """
         if self._closing or conn is not self._conn:
             return  # requests behind our own closeSession get this answer
+        if not conn.is_open:
+            return  # dropped already: by an earlier such reply in the same read
         log.warning(
             "%s:%s refused a request of session 0x%x as expired, but kept the "
             "connection open; reconnecting",

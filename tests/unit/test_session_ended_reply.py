@@ -13,13 +13,14 @@ because a real ensemble reaches that state only by chance.
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
 from collections.abc import AsyncIterator
 
 import pytest
 
 import aiocoord
-from aiocoord import ConnectionState, SessionExpiredError
+from aiocoord import ConnectionLossError, ConnectionState, SessionExpiredError
 
 SESSION_EXPIRED = -112
 OP_CLOSE = -11
@@ -30,8 +31,8 @@ STAT = struct.Struct("!qqqqiiiqiiq")
 
 class _EndingServer:
     """Grants sessions and answers reads with empty data; a session named in
-    ``ending`` gets SESSIONEXPIRED for its next request, on a socket left open,
-    and is refused from then on."""
+    ``ending`` gets SESSIONEXPIRED for its requests from then on, on a socket
+    left open, and is refused when presented again."""
 
     def __init__(self) -> None:
         self.ending: set[int] = set()
@@ -62,7 +63,7 @@ class _EndingServer:
                     writer.write(self._reply(xid))
                     await writer.drain()
                     return
-                elif session in self.ending:
+                elif session in self.ending or session in self.ended:
                     self.ending.discard(session)
                     self.ended.add(session)
                     writer.write(self._reply(xid, err=SESSION_EXPIRED))
@@ -131,3 +132,29 @@ async def test_a_sessionexpired_reply_on_an_open_socket_ends_the_session(
         # The client presented the old session once more and was told it is gone.
         assert fake.handshakes == [0, old, 0]
         assert await client.get("/") == (b"", aiocoord.Stat(*[0] * 11))
+
+
+async def test_several_refused_replies_drop_the_connection_once(
+    server: tuple[_EndingServer, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    fake, address = server
+    async with aiocoord.connect(address, session_timeout=10) as client:
+        old = client.session_id
+        fake.ending.add(old)
+        async with client.state_changes() as changes:
+            with caplog.at_level(logging.WARNING, logger="aiocoord"):
+                # Sent in one write; the replies usually come back in one read.
+                outcomes = await asyncio.gather(
+                    client.get("/"), client.get("/"), client.get("/"), return_exceptions=True
+                )
+            async with asyncio.timeout(10):
+                async for state in changes:
+                    if state is ConnectionState.CONNECTED:
+                        break
+        assert isinstance(outcomes[0], SessionExpiredError)
+        # A later reply is read before the drop takes effect (SESSIONEXPIRED
+        # too), or not at all (the connection's loss).
+        assert all(isinstance(o, SessionExpiredError | ConnectionLossError) for o in outcomes)
+        warned = [r for r in caplog.records if "refused a request" in r.getMessage()]
+        assert len(warned) == 1
+        assert fake.handshakes == [0, old, 0]
