@@ -162,7 +162,10 @@ def _record_payload(record: Any) -> bytes:
     return body[8:]  # aiozk writes xid and opcode first
 
 
+@functools.lru_cache(maxsize=1024)
 def _string(value: str) -> bytes:
+    # Cached: a recipe sends the same few paths over and over (a counter's
+    # queue, its state, a lock's parent), and a hit costs no Python call.
     raw = value.encode()
     return _INT.pack(len(raw)) + raw
 
