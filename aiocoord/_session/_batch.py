@@ -215,14 +215,14 @@ class Pipeline(_Builder):
         outcomes = await replies(futures)
         results: list[Any] = []
         for op, finish, outcome in zip(self._ops, self._finish, outcomes, strict=True):
-            if isinstance(outcome, NoNodeError) and op.opcode == _zk.OP_EXISTS:
+            if not isinstance(outcome, BaseException):  # a reply (checked first: the usual case)
+                results.append(finish(outcome))
+            elif op.opcode == _zk.OP_EXISTS and isinstance(outcome, NoNodeError):
                 results.append(None)
             elif isinstance(outcome, CoordinationError):
                 results.append(outcome)
-            elif isinstance(outcome, BaseException):
-                raise outcome
             else:
-                results.append(finish(outcome))
+                raise outcome
         return results
 
 

@@ -310,6 +310,10 @@ class OwnNode:
             except (ConnectionLossError, SessionExpiredError) as error:
                 results = [error, error]
             created = results[0]
+            if not isinstance(created, Exception):  # made (the usual case, checked first)
+                self.path, self.stat = created
+                listing = results[1] if list_children else None
+                return None if listing is None or isinstance(listing, Exception) else listing[0]
             if isinstance(created, NoNodeError) and self._parents is not None:
                 await retry_on_connection_loss(
                     client,
@@ -333,11 +337,7 @@ class OwnNode:
                     raise created
                 self.path, self.stat = found
                 return None
-            if isinstance(created, Exception):
-                raise created
-            self.path, self.stat = created
-            listing = results[1] if list_children else None
-            return None if listing is None or isinstance(listing, Exception) else listing[0]
+            raise created
 
     async def delete(self) -> None:
         """Delete the node, shielded and time-bounded; found by its marker if its
