@@ -15,7 +15,10 @@ from typing import Literal
 from ..._exceptions import CounterOverflowError
 from ..._types import Codec
 
-__all__ = ["Denied", "Entry", "Grant", "bounded", "grant_all"]
+__all__ = ["LONG_MAX", "LONG_MIN", "Denied", "Entry", "Grant", "bounded", "grant_all"]
+
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+"""The range of a 64-bit counter (a Java long, as Curator's DistributedAtomicLong)."""
 
 Entry = tuple[int, int | None, int | None]
 """One add: (delta, lower bound or None, upper bound or None)."""

@@ -51,7 +51,7 @@ from ..._types import ACL, Codec, Stat
 from .._kit._args import recipe_path
 from ..locks._mutex import Mutex
 from ._adds import AddQueue, AddRequest, AtomicFailure, AtomicStats, AtomicValue
-from ._arith import Denied, Entry, Grant, bounded, grant_all
+from ._arith import LONG_MAX, LONG_MIN, Denied, Entry, Grant, bounded, grant_all
 from ._combining import Combiner, combining_queue
 
 __all__ = [
@@ -636,7 +636,7 @@ class _AtomicNumber(_Atomic[int]):
         check_flag(raise_on_bound, "raise_on_bound", path=self.path)
         if lower is not None and upper is not None and lower > upper:
             raise InvalidArgumentError("bounds", f"lower ({lower}) > upper ({upper})", self.path)
-        if not (self._codec is Codec.LONG and -(2**63) <= delta < 2**63):
+        if not (self._codec is Codec.LONG and LONG_MIN <= delta <= LONG_MAX):
             _encode(self._codec, delta, self.path)  # a delta that does not fit is an overflow
         with _telemetry.span(
             "aiocoord.counter.add", self._tags, duration="aiocoord.counter.add.duration"

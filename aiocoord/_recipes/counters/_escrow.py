@@ -82,6 +82,7 @@ from ..._session import Client, ExponentialBackoff, RetryPolicy, Transaction
 from ..._types import ACL, Stat
 from .._kit._args import recipe_path
 from ._adds import AddQueue, AddRequest, AtomicFailure, AtomicStats, AtomicValue
+from ._arith import LONG_MAX, LONG_MIN
 
 __all__ = [
     "CONFIG_MAGIC",
@@ -103,7 +104,6 @@ _CONFIG = struct.Struct(">4sBIqqq")
 _SHARD = struct.Struct(">QQ")
 MAX_SHARDS = 1024
 """A transaction may name every shard: this keeps it far below the server's request limit."""
-_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 
 DEFAULT_RETRY = ExponentialBackoff(base_sleep=0.001, max_retries=60, max_sleep=0.05)
 """Attempts when none is given: jittered exponential back-off. A conflict on a shard
@@ -721,8 +721,8 @@ class ShardedCounter:
     ) -> None:
         recipe_path(client, path, "sharded counter")
         check_int(shards, "shards", path=path, minimum=1, maximum=MAX_SHARDS)
-        check_int(lower, "lower", path=path, minimum=_LONG_MIN, maximum=_LONG_MAX)
-        check_int(upper, "upper", path=path, minimum=_LONG_MIN, maximum=_LONG_MAX)
+        check_int(lower, "lower", path=path, minimum=LONG_MIN, maximum=LONG_MAX)
+        check_int(upper, "upper", path=path, minimum=LONG_MIN, maximum=LONG_MAX)
         if lower > upper:
             raise InvalidArgumentError("lower", f"{lower} is above upper ({upper})", path)
         if initial is None:
