@@ -44,9 +44,12 @@ work, the least a queued add can cost (it learns its result through
 ZooKeeper: its request's reply, the event of the write that applied it, the
 read of its result);
 ``curator`` is ``DistributedAtomicLong`` with ``RetryNTimes(10, 1)`` as in
-``make bench``. An aiocoord mode with ``+uvloop`` (``aiocoord+uvloop``) runs
-its processes on uvloop's event loop instead of asyncio's (the
-``(loop passes)`` count is asyncio's only).
+``make bench``, every session a thread of one JVM; ``curator-apart`` is the
+same with one JVM per session, started together as aiocoord's processes are
+(Java services that each hold one session, as Python services do). An
+aiocoord mode with ``+uvloop`` (``aiocoord+uvloop``) runs its processes on
+uvloop's event loop instead of asyncio's (the ``(loop passes)`` count is
+asyncio's only).
 """
 
 from __future__ import annotations
@@ -96,6 +99,8 @@ AIOCOORD_MODES = (
 OWN_COUNTER = ("aiocoord-apart", "aiocoord-floor")
 """Modes in which each process has a counter of its own."""
 UVLOOP = "+uvloop"
+CURATOR_APART = "curator-apart"
+"""Curator with one JVM per session (``curator``: one JVM, a thread per session)."""
 READY_BOUND = 120.0
 """How long the workers may take to start and connect, all of them."""
 
@@ -278,22 +283,7 @@ async def _run_aiocoord(
             for file in files
         ]
         errors = [asyncio.ensure_future(p.stderr.read()) for p in procs]
-        try:
-            ready = await asyncio.wait_for(
-                asyncio.gather(*(p.stdout.readline() for p in procs)), READY_BOUND
-            )
-        except TimeoutError:
-            ready = []
-        if len(ready) < len(procs) or any(line.strip() != b"ready" for line in ready):
-            for proc in procs:
-                if proc.returncode is None:
-                    proc.kill()
-            outputs = await asyncio.gather(*errors)
-            raise RuntimeError(f"a worker did not start: {b''.join(outputs).decode()[-1500:]}")
-        start = time.time() + 0.25
-        for proc in procs:
-            proc.stdin.write(f"{start:.6f}\n".encode())
-            proc.stdin.close()
+        await _start_together(procs, errors)
         await asyncio.gather(*(p.wait() for p in procs))
         lines = []
         for proc, err, file in zip(procs, await asyncio.gather(*errors), files, strict=True):
@@ -319,6 +309,89 @@ async def _run_aiocoord(
         * sum(line["cpu_window_s"] for line in lines)
         / max(1, window_ops),
         "sent_per_add": {k: v / max(1, window_ops) for k, v in sorted(sent.items())},
+    }
+
+
+async def _start_together(
+    procs: list[asyncio.subprocess.Process], errors: list[asyncio.Future[bytes]]
+) -> None:
+    """Wait for every worker's "ready" (connected), then give them all one
+    wall-clock instant to start at: 32 processes take seconds to import and
+    connect on one core, and each measures its own window from that instant."""
+    try:
+        ready = await asyncio.wait_for(
+            asyncio.gather(*(p.stdout.readline() for p in procs)),  # type: ignore[union-attr]
+            READY_BOUND,
+        )
+    except TimeoutError:
+        ready = []
+    if len(ready) < len(procs) or any(line.strip() != b"ready" for line in ready):
+        for proc in procs:
+            if proc.returncode is None:
+                proc.kill()
+        outputs = await asyncio.gather(*errors)
+        raise RuntimeError(f"a worker did not start: {b''.join(outputs).decode()[-1500:]}")
+    start = time.time() + 0.25
+    for proc in procs:
+        proc.stdin.write(f"{start:.6f}\n".encode())  # type: ignore[union-attr]
+        proc.stdin.close()  # type: ignore[union-attr]
+
+
+async def _run_curator_apart(
+    sessions: int, args: argparse.Namespace, connect: str, path: str, pin: list[str], java: Any
+) -> dict[str, Any]:
+    """Curator as the aiocoord workers run: one JVM per session, each with one
+    thread, started together. Java applications that each hold one session pay
+    a process of their own per session too (its start-up is outside the window)."""
+    command = [
+        *pin,
+        *java.command,
+        "counter",
+        "1",
+        f"{args.seconds:g}",
+        connect,
+        path,
+        "--warmup",
+        f"{args.warmup:g}",
+        "--apart",
+        "yes",
+    ]
+    cpu_before = _children_cpu()
+    procs = [
+        await asyncio.create_subprocess_exec(
+            *command,
+            cwd=bench_run.REPO,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        for _ in range(sessions)
+    ]
+    errors = [asyncio.ensure_future(p.stderr.read()) for p in procs]  # type: ignore[union-attr]
+    await _start_together(procs, errors)
+    # Read while they run: a result line with every latency outgrows a pipe's buffer.
+    outputs = await asyncio.gather(*(p.stdout.read() for p in procs))  # type: ignore[union-attr]
+    await asyncio.gather(*(p.wait() for p in procs))
+    lines = []
+    for proc, out, err in zip(procs, outputs, await asyncio.gather(*errors), strict=True):
+        if proc.returncode != 0:
+            raise RuntimeError(f"curator failed: {err.decode()[-1500:]}")
+        lines.append(json.loads(out.decode().strip().splitlines()[-1]))
+    latencies = sorted(ns / 1e9 for line in lines for ns in line["extra"]["latencies_ns"])
+    ops = sum(line["ops"] for line in lines)
+    return {
+        "rate": ops / args.seconds,
+        "p50": _percentile(latencies, 50),
+        "p99": _percentile(latencies, 99),
+        "max": 1000 * latencies[-1] if latencies else math.nan,
+        "adds_per_session": sorted(line["ops"] for line in lines),
+        "applied": sum(line["extra"]["applied"] for line in lines),
+        "failures": sum(line["failures"] for line in lines),
+        "unknown": 0,
+        "conflicts_per_add": sum(line["conflicts"] for line in lines) / max(1, ops),
+        "client_cpu_us_per_add_whole_run": 1e6
+        * (_children_cpu() - cpu_before)
+        / max(1, sum(line["extra"]["applied"] for line in lines)),
     }
 
 
@@ -378,6 +451,8 @@ async def _measure_one(
     connect = servers.connect_string
     if library == "curator":
         record = await _run_curator(sessions, args, connect, path, client_pin, java)
+    elif library == CURATOR_APART:
+        record = await _run_curator_apart(sessions, args, connect, path, client_pin, java)
     else:
         record = await _run_aiocoord(library, sessions, args, connect, path, client_pin)
     after = await _srvr(servers)
@@ -444,7 +519,7 @@ async def _measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     with bench_run.build_dir() as tmp:
         notes: list[str] = []
         java = next((r for r in bench_run.java_runners(tmp, notes) if r.name == "curator"), None)
-        if java is None and "curator" in args.libraries:
+        if java is None and {"curator", CURATOR_APART} & set(args.libraries):
             raise SystemExit(f"Curator unavailable: {notes}")
         for name in args.servers:
             records += await _on_server(name, args, (client_pin, java), server_pin)
@@ -493,7 +568,7 @@ def summarize(records: list[dict[str, Any]]) -> str:
             f"| {_shares(mid.get('adds_per_session', []))} "
             f"| {median([r['requests_per_add'] for r in runs]):.2f} "
             f"| {median([r['writes_per_add'] for r in runs]):.2f} "
-            f"| {'—' if library == 'curator' else f'{median(cpu):,.0f}'} "
+            f"| {'—' if library.startswith('curator') else f'{median(cpu):,.0f}'} "
             f"| {sum(r['failures'] for r in runs)} "
             f"| {min(loads):.1f}-{max(loads):.1f}"
             + (f" VIOLATION {violation}" if violation else "")

@@ -4,6 +4,7 @@
  * jars and run as a subprocess, speaking the same protocol as the Python runners:
  *
  *   java Bench LIBRARY SCENARIO CONTENDERS SECONDS CONNECT PATH [--variant V] [--warmup S]
+ *        [--apart yes]
  *   java Bench LIBRARY --list
  *
  * LIBRARY is "curator" (InterProcessMutex, DistributedAtomicLong, LeaderSelector,
@@ -94,23 +95,26 @@ public final class Bench {
 
     /** One run as the driver asks for it. */
     record Args(String library, String scenario, int contenders, double seconds,
-                String connect, String path, String variant, double warmup) {
+                String connect, String path, String variant, double warmup, boolean apart) {
         static Args parse(String[] argv) {
             if (argv.length < 6 || argv.length % 2 != 0) {
                 throw new IllegalArgumentException("usage: Bench LIBRARY SCENARIO CONTENDERS"
-                        + " SECONDS CONNECT PATH [--variant V] [--warmup S] | Bench LIBRARY --list");
+                        + " SECONDS CONNECT PATH [--variant V] [--warmup S] [--apart yes]"
+                        + " | Bench LIBRARY --list");
             }
             String variant = "";
             double warmup = 1.0;
+            boolean apart = false;
             for (int i = 6; i < argv.length; i += 2) {
                 switch (argv[i]) {
                     case "--variant" -> variant = argv[i + 1];
                     case "--warmup" -> warmup = Double.parseDouble(argv[i + 1]);
+                    case "--apart" -> apart = argv[i + 1].equals("yes");
                     default -> throw new IllegalArgumentException("unknown option " + argv[i]);
                 }
             }
             return new Args(argv[0], argv[1], Integer.parseInt(argv[2]),
-                    Double.parseDouble(argv[3]), argv[4], argv[5], variant, warmup);
+                    Double.parseDouble(argv[3]), argv[4], argv[5], variant, warmup, apart);
         }
     }
 
@@ -292,6 +296,42 @@ public final class Bench {
         return clients;
     }
 
+    /**
+     * One of several processes measured together: say "ready" once connected, and
+     * wait for the wall-clock instant (epoch seconds) the driver answers with, so
+     * that every process's window is the same interval however long each took to
+     * start (a JVM's start-up on a shared core takes seconds).
+     */
+    static void startTogether() throws Exception {
+        System.out.println("ready");
+        System.out.flush();
+        String line = new java.io.BufferedReader(new java.io.InputStreamReader(System.in,
+                StandardCharsets.UTF_8)).readLine();
+        if (line == null) {
+            throw new IllegalStateException("no start instant on stdin");
+        }
+        long wait = (long) (Double.parseDouble(line.trim()) * 1000) - System.currentTimeMillis();
+        if (wait > 0) {
+            Thread.sleep(wait);
+        }
+    }
+
+    /** Every latency of one kind recorded in the window, in nanoseconds, as a JSON list. */
+    static String rawLatencies(List<Stats> tallies, String kind) {
+        StringBuilder out = new StringBuilder("[");
+        for (Stats stats : tallies) {
+            long[] values = stats.samples.get(kind);
+            int n = stats.counts.getOrDefault(kind, 0);
+            for (int i = 0; i < n; i++) {
+                if (out.length() > 1) {
+                    out.append(',');
+                }
+                out.append(values[i]);
+            }
+        }
+        return out.append(']').toString();
+    }
+
     static void closeAll(List<CuratorFramework> clients) {
         for (CuratorFramework client : clients) {
             client.close();
@@ -343,6 +383,9 @@ public final class Bench {
         String path = args.path() + "/counter";
         List<CuratorFramework> clients = curatorClients(args.connect(), args.contenders());
         try {
+            if (args.apart()) {
+                startTogether();
+            }
             Window window = new Window(args);
             AtomicLong applied = new AtomicLong();
             AtomicLong promotions = new AtomicLong();
@@ -382,11 +425,17 @@ public final class Bench {
             runThreads(window, bodies);
             long value = new DistributedAtomicLong(clients.get(0), path, new RetryNTimes(3, 10))
                     .get().postValue();
+            String retry = ", \"retry\": " + quote("RetryNTimes(" + CAS_RETRIES + ", " + CAS_SLEEP_MS + ")");
+            if (args.apart()) {
+                // Other processes add too: the driver checks the sum of everyone's
+                // applied increments against the final value, and merges latencies.
+                return result(args, window, tallies, null, "\"applied\": " + applied.get()
+                        + ", \"latencies_ns\": " + rawLatencies(tallies, "increment") + retry);
+            }
             String violation = value == applied.get() ? null
                     : "counter reads " + value + " after " + applied.get() + " successful increments";
             return result(args, window, tallies, violation, "\"final_value\": " + value
-                    + ", \"promotions\": " + promotions.get()
-                    + ", \"retry\": " + quote("RetryNTimes(" + CAS_RETRIES + ", " + CAS_SLEEP_MS + ")"));
+                    + ", \"promotions\": " + promotions.get() + retry);
         } finally {
             closeAll(clients);
         }
