@@ -338,18 +338,27 @@ async def _start_together(
 
 
 async def _run_curator_apart(
-    sessions: int, args: argparse.Namespace, connect: str, path: str, pin: list[str], java: Any
+    sessions: int,
+    args: argparse.Namespace,
+    servers: bench_run.Servers,
+    path: str,
+    pin: list[str],
+    java: Any,
 ) -> dict[str, Any]:
     """Curator as the aiocoord workers run: one JVM per session, each with one
     thread, started together. Java applications that each hold one session pay
-    a process of their own per session too (its start-up is outside the window)."""
+    a process of their own per session too (its start-up is outside the window).
+
+    Each JVM first increments a counter of its own (``warmAlone`` in the Java
+    runner: its compilers' warm-up), so the server's counters are read again
+    once all are ready, and the record's ``srvr_before`` replaces the driver's."""
     command = [
         *pin,
         *java.command,
         "counter",
         "1",
         f"{args.seconds:g}",
-        connect,
+        servers.connect_string,
         path,
         "--warmup",
         f"{args.warmup:g}",
@@ -369,6 +378,8 @@ async def _run_curator_apart(
     ]
     errors = [asyncio.ensure_future(p.stderr.read()) for p in procs]  # type: ignore[union-attr]
     await _start_together(procs, errors)
+    # Every JVM is warm and sleeping until the start instant, a quarter second away.
+    before = await _srvr(servers)
     # Read while they run: a result line with every latency outgrows a pipe's buffer.
     outputs = await asyncio.gather(*(p.stdout.read() for p in procs))  # type: ignore[union-attr]
     await asyncio.gather(*(p.wait() for p in procs))
@@ -392,6 +403,7 @@ async def _run_curator_apart(
         "client_cpu_us_per_add_whole_run": 1e6
         * (_children_cpu() - cpu_before)
         / max(1, sum(line["extra"]["applied"] for line in lines)),
+        "srvr_before": before,
     }
 
 
@@ -452,7 +464,8 @@ async def _measure_one(
     if library == "curator":
         record = await _run_curator(sessions, args, connect, path, client_pin, java)
     elif library == CURATOR_APART:
-        record = await _run_curator_apart(sessions, args, connect, path, client_pin, java)
+        record = await _run_curator_apart(sessions, args, servers, path, client_pin, java)
+        before = record.pop("srvr_before")
     else:
         record = await _run_aiocoord(library, sessions, args, connect, path, client_pin)
     after = await _srvr(servers)

@@ -89,6 +89,7 @@ public final class Bench {
     static final int[] TREE_SHAPE = {10, 10, 100};
     static final int[] SMALL_TREE_SHAPE = {10, 10, 10};
     static final int VALUE_SIZE = 100;
+    static final int WARM_ALONE = 3000;
     static final int SET_RATE = 1000;
     static final int CREATE_DEPTH = 1000;
     static final long CONVERGE_MS = 30_000;
@@ -316,6 +317,21 @@ public final class Bench {
         }
     }
 
+    /**
+     * Increments on a counter of this process's own before the run: a JVM's
+     * compilers take thousands of calls to reach their steady code, and 32
+     * JVMs sharing one core, contending, do a few hundred each in a minute.
+     * Alone, each does its share in seconds, so the window measures Curator as
+     * a long-running service runs it, not its interpreter.
+     */
+    static void warmAlone(CuratorFramework client, String path) throws Exception {
+        String own = path + "/warm-" + ProcessHandle.current().pid();
+        DistributedAtomicLong counter = new DistributedAtomicLong(client, own, casRetry());
+        for (int i = 0; i < WARM_ALONE; i++) {
+            counter.increment();
+        }
+    }
+
     /** Every latency of one kind recorded in the window, in nanoseconds, as a JSON list. */
     static String rawLatencies(List<Stats> tallies, String kind) {
         StringBuilder out = new StringBuilder("[");
@@ -384,6 +400,7 @@ public final class Bench {
         List<CuratorFramework> clients = curatorClients(args.connect(), args.contenders());
         try {
             if (args.apart()) {
+                warmAlone(clients.get(0), args.path());
                 startTogether();
             }
             Window window = new Window(args);
