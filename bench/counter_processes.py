@@ -320,7 +320,7 @@ async def _start_together(
     connect on one core, and each measures its own window from that instant."""
     try:
         ready = await asyncio.wait_for(
-            asyncio.gather(*(p.stdout.readline() for p in procs)),  # type: ignore[union-attr]
+            asyncio.gather(*(p.stdout.readline() for p in procs)),
             READY_BOUND,
         )
     except TimeoutError:
@@ -333,8 +333,8 @@ async def _start_together(
         raise RuntimeError(f"a worker did not start: {b''.join(outputs).decode()[-1500:]}")
     start = time.time() + 0.25
     for proc in procs:
-        proc.stdin.write(f"{start:.6f}\n".encode())  # type: ignore[union-attr]
-        proc.stdin.close()  # type: ignore[union-attr]
+        proc.stdin.write(f"{start:.6f}\n".encode())
+        proc.stdin.close()
 
 
 async def _run_curator_apart(
@@ -376,12 +376,12 @@ async def _run_curator_apart(
         )
         for _ in range(sessions)
     ]
-    errors = [asyncio.ensure_future(p.stderr.read()) for p in procs]  # type: ignore[union-attr]
+    errors = [asyncio.ensure_future(p.stderr.read()) for p in procs]
     await _start_together(procs, errors)
     # Every JVM is warm and sleeping until the start instant, a quarter second away.
     before = await _srvr(servers)
     # Read while they run: a result line with every latency outgrows a pipe's buffer.
-    outputs = await asyncio.gather(*(p.stdout.read() for p in procs))  # type: ignore[union-attr]
+    outputs = await asyncio.gather(*(p.stdout.read() for p in procs))
     await asyncio.gather(*(p.wait() for p in procs))
     lines = []
     for proc, out, err in zip(procs, outputs, await asyncio.gather(*errors), strict=True):

@@ -258,6 +258,9 @@ public final class Bench {
 
     static String run(Args args) throws Exception {
         String key = args.library() + " " + args.scenario() + " " + args.variant();
+        if (args.apart() && !key.startsWith("curator counter")) {
+            throw new IllegalArgumentException("--apart is for the curator counter only");
+        }
         return switch (key.trim()) {
             case "curator mutex" -> curatorMutex(args);
             case "curator counter" -> curatorCounter(args, false);
