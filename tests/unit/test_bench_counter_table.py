@@ -50,3 +50,15 @@ def test_a_run_recorded_before_the_shares_were_kept_still_reports() -> None:
     row = _rows([record])["curator"]
     assert row["adds per session"] == "—"
     assert row["max ms"] == "—"
+
+
+def test_curator_as_processes_reports_no_client_cpu_like_curator() -> None:
+    # Neither Curator mode measures client CPU over the window (the JVMs'
+    # whole-run CPU includes start-up): the column says so, not "nan".
+    records = [_record(name, 900.0, [110] * 8, 40.0) for name in ("curator", "curator-apart")]
+    for record in records:
+        del record["client_cpu_us_per_add"]
+    rows = _rows([*records, _record("aiocoord", 1000.0, [125] * 8, 20.0)])
+    assert rows["curator"]["client CPU µs/add"] == "—"
+    assert rows["curator-apart"]["client CPU µs/add"] == "—"
+    assert rows["aiocoord"]["client CPU µs/add"] == "160"
