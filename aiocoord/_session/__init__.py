@@ -26,7 +26,7 @@ second client (session expiry).
 """
 
 from ._batch import Fence, Pipeline, Transaction
-from ._client import Client, check_client, connect, drop_connection
+from ._client import Client, check_client, connect, drop_connection, hold_reconnects
 from ._connection import SendRecord, track_sends
 from ._nodes import (
     PROTECTED_PREFIX,
@@ -95,6 +95,7 @@ __all__ = [
     "drop_connection",
     "end_stream",
     "find_protected",
+    "hold_reconnects",
     "is_retryable",
     "protected_marker",
     "retry_on_connection_loss",

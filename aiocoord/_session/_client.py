@@ -618,6 +618,12 @@ def drop_connection(client: Client) -> None:
     client._engine.drop_connection()
 
 
+def hold_reconnects(client: Client) -> contextlib.AbstractContextManager[None]:
+    """Keep ``client`` from connecting while inside (for
+    :func:`aiocoord.testing.expire_session`)."""
+    return client._engine.hold_reconnects()
+
+
 def check_client(client: object, path: object = None) -> Client:
     """``client`` if it is a :class:`Client`: what every recipe checks first, so a
     wrong argument fails at once and says so (not with an AttributeError later)."""

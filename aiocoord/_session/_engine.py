@@ -21,7 +21,7 @@ import logging
 import random
 import ssl
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 from .. import _telemetry
@@ -166,6 +166,9 @@ class SessionEngine:
         """Hosts whose latest attempt failed on their TLS certificate."""
         self._had_session = False
         self._trace = _telemetry.SessionTrace()
+        self._reconnect_holds = 0
+        self._reconnects_allowed = asyncio.Event()
+        self._reconnects_allowed.set()
 
     # --- facts ------------------------------------------------------------------
 
@@ -275,6 +278,24 @@ class SessionEngine:
             raise RuntimeError("the client is not connected")
         conn.abort()
 
+    @contextlib.contextmanager
+    def hold_reconnects(self) -> Iterator[None]:
+        """Keep the session task from connecting while inside (the test kit).
+
+        Expiring a session from a second connection moves the session there
+        first, which drops ours; a client that reconnected before the close
+        applied would take the session back, report RECONNECTED, and only
+        then lose it.
+        """
+        self._reconnect_holds += 1
+        self._reconnects_allowed.clear()
+        try:
+            yield
+        finally:
+            self._reconnect_holds -= 1
+            if not self._reconnect_holds:
+                self._reconnects_allowed.set()
+
     # --- the session task -----------------------------------------------------
 
     def _set_state(self, state: ConnectionState) -> None:
@@ -305,6 +326,8 @@ class SessionEngine:
         backoff = 0.01
         failures_in_round = 0
         while not self._closing:
+            if self._reconnect_holds:
+                await self._reconnects_allowed.wait()
             self._check_client_side_expiry()
             host, port = self._hosts[self._host_index]
             self._host_index = (self._host_index + 1) % len(self._hosts)

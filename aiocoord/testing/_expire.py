@@ -11,7 +11,7 @@ import itertools
 
 import anyio
 
-from .._session import Client, ConnectionState, _zk
+from .._session import Client, ConnectionState, _zk, hold_reconnects
 from .._session import drop_connection as _drop_connection
 from .._session._connection import open_connection
 
@@ -26,8 +26,9 @@ async def _close_session(host: str, port: int, session_id: int, password: bytes)
         return False
     try:
         # The server drops the session's current connection when this one
-        # claims it, and a fast client reconnects and claims it back; sending
-        # the close right behind the handshake leaves it no room to do so.
+        # claims it. The close goes right behind the handshake, so that the
+        # session is ours for as short a time as can be (the caller also holds
+        # the client's own reconnection until the close has applied).
         handshake = conn.send_connect(0, 30_000, session_id, password, False)
         closing = conn.submit(_zk.close_op())
         closing.add_done_callback(lambda f: f.cancelled() or f.exception())
@@ -85,12 +86,17 @@ async def expire_session(
             # A session belongs to the whole ensemble, so any server can close
             # it. Go round them all: the one the client last used may be the
             # one that is down (the client between connections reports none).
-            for attempt in itertools.count():
-                host, port = servers[attempt % len(servers)]
-                with anyio.move_on_after(_ATTEMPT_TIMEOUT):
-                    if await _close_session(host, port, session_id, password):
-                        break
-                await anyio.sleep(0.01)
+            # The client waits meanwhile: our handshake drops its connection,
+            # and a reconnection of its own would take the session back before
+            # our close applied (RECONNECTED, then LOST, where a real expiry
+            # reports LOST alone), and make our close miss.
+            with hold_reconnects(client):
+                for attempt in itertools.count():
+                    host, port = servers[attempt % len(servers)]
+                    with anyio.move_on_after(_ATTEMPT_TIMEOUT):
+                        if await _close_session(host, port, session_id, password):
+                            break
+                    await anyio.sleep(0.01)
             if not wait:
                 return
             seen_lost = False

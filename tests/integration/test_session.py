@@ -14,12 +14,14 @@ from _waiting import written
 
 import aiocoord
 from aiocoord import ConnectionLossError, ConnectionState, EventType, SessionExpiredError
+from aiocoord._session import hold_reconnects
 from aiocoord.testing import (
     ZooKeeperEnsemble,
     ZooKeeperServer,
     drop_connection,
     expire_session,
 )
+from aiocoord.testing._expire import _close_session
 
 C, S, R, L = (
     ConnectionState.CONNECTED,
@@ -199,9 +201,8 @@ async def test_expired_session_reports_lost_then_a_new_session(
     await coord.create("/eph", ephemeral=True)
     _stat, watch = await coord.watch_exists("/eph")
     await expire_session(coord)
-    # The killer connection may bump the client off and back on first (S, R).
-    assert log.states[-3:] == [S, L, C]
-    assert set(log.states[:-3]) <= {S, R}
+    # As a real expiry: the client is not let back in between (no R).
+    assert log.states == [S, L, C]
     assert coord.session_id not in (0, old)
     # The node goes with the session. If the client was attached again when the
     # server closed the session (the killer bumps it off, it comes back), the
@@ -232,10 +233,30 @@ async def test_expire_session_reaches_a_live_server_when_the_first_is_down(
             connected_to=None,
             hosts=[dead.getsockname()[:2], *coord.hosts],
             state_changes=coord.state_changes,
+            _engine=coord._engine,
         )
         await expire_session(cast(aiocoord.Client, between), timeout=15)
     assert L in log.states
     assert coord.session_id not in (0, old)
+
+
+async def test_a_client_held_off_stays_off_until_released(
+    coord: aiocoord.Client, state_log
+) -> None:
+    # What expire_session relies on: its handshake drops the client, and the
+    # client must not reconnect (and take its session back) before the close.
+    # Unheld, the client is back within a millisecond, long before the close
+    # below, and reports RECONNECTED first.
+    log = state_log(coord)
+    session_id, password = coord.client_id or (0, b"")
+    host, port = coord.connected_to or coord.hosts[0]
+    with hold_reconnects(coord):
+        drop_connection(coord)
+        await log.wait_for(S)
+        assert await _close_session(host, port, session_id, password)
+    async with asyncio.timeout(15):
+        await log.wait_for(C)
+    assert log.states == [S, L, C]
 
 
 async def test_session_expires_on_the_client_clock_while_the_server_is_down(
