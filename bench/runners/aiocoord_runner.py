@@ -113,7 +113,10 @@ class _Counter:
         stats = result.stats
         # Attempts that did not write: the failed compare-and-sets (a coalesced
         # write's attempts are shared by every call it carried: count them once).
-        failed = stats.optimistic_tries + stats.promoted_tries - (1 if result.succeeded else 0)
+        # An add applied by the combining queue won none of its tries (often it
+        # made none: it joined a busy queue at once).
+        won = result.succeeded and not stats.queued_time
+        failed = stats.optimistic_tries + stats.promoted_tries - (1 if won else 0)
         return result.succeeded, failed / stats.batch_size
 
 
