@@ -337,6 +337,23 @@ async def _start_together(
         proc.stdin.close()
 
 
+def _curator_command(
+    sessions: int, args: argparse.Namespace, connect: str, path: str, pin: list[str], java: Any
+) -> list[str]:
+    """The Java runner's counter scenario with ``sessions`` threads, pinned."""
+    return [
+        *pin,
+        *java.command,
+        "counter",
+        str(sessions),
+        f"{args.seconds:g}",
+        connect,
+        path,
+        "--warmup",
+        f"{args.warmup:g}",
+    ]
+
+
 async def _run_curator_apart(
     sessions: int,
     args: argparse.Namespace,
@@ -353,15 +370,7 @@ async def _run_curator_apart(
     runner: its compilers' warm-up), so the server's counters are read again
     once all are ready, and the record's ``srvr_before`` replaces the driver's."""
     command = [
-        *pin,
-        *java.command,
-        "counter",
-        "1",
-        f"{args.seconds:g}",
-        servers.connect_string,
-        path,
-        "--warmup",
-        f"{args.warmup:g}",
+        *_curator_command(1, args, servers.connect_string, path, pin, java),
         "--apart",
         "yes",
     ]
@@ -390,19 +399,18 @@ async def _run_curator_apart(
         lines.append(json.loads(out.decode().strip().splitlines()[-1]))
     latencies = sorted(ns / 1e9 for line in lines for ns in line["extra"]["latencies_ns"])
     ops = sum(line["ops"] for line in lines)
+    applied = sum(line["extra"]["applied"] for line in lines)
     return {
         "rate": ops / args.seconds,
         "p50": _percentile(latencies, 50),
         "p99": _percentile(latencies, 99),
         "max": 1000 * latencies[-1] if latencies else math.nan,
         "adds_per_session": sorted(line["ops"] for line in lines),
-        "applied": sum(line["extra"]["applied"] for line in lines),
+        "applied": applied,
         "failures": sum(line["failures"] for line in lines),
         "unknown": 0,
         "conflicts_per_add": sum(line["conflicts"] for line in lines) / max(1, ops),
-        "client_cpu_us_per_add_whole_run": 1e6
-        * (_children_cpu() - cpu_before)
-        / max(1, sum(line["extra"]["applied"] for line in lines)),
+        "client_cpu_us_per_add_whole_run": 1e6 * (_children_cpu() - cpu_before) / max(1, applied),
         "srvr_before": before,
     }
 
@@ -410,17 +418,7 @@ async def _run_curator_apart(
 async def _run_curator(
     sessions: int, args: argparse.Namespace, connect: str, path: str, pin: list[str], java: Any
 ) -> dict[str, Any]:
-    command = [
-        *pin,
-        *java.command,
-        "counter",
-        str(sessions),
-        f"{args.seconds:g}",
-        connect,
-        path,
-        "--warmup",
-        f"{args.warmup:g}",
-    ]
+    command = _curator_command(sessions, args, connect, path, pin, java)
     cpu_before = _children_cpu()
     proc = await asyncio.create_subprocess_exec(
         *command, cwd=bench_run.REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
