@@ -357,11 +357,15 @@ or delay the observer (its own process paused)."""
 
 def _faults_between(history: History, start: float, end: float, observer: str) -> list[str]:
     """The session-holding faults over [start, end], and the observer's own stalls
-    (its loop ran nothing: delayed, as by a pause)."""
+    (its loop ran nothing, or one of its clients was cut off: delayed, as by a pause)."""
     faults = [
         str(f.get("kind"))
         for f in history.faults
-        if f.get("kind") in SESSION_HOLDING_FAULTS
+        if (
+            f.get("kind") in SESSION_HOLDING_FAULTS
+            # The observer's own client cut off: it hears of nothing meanwhile.
+            or (f.get("kind") == "stall-client" and f.get("worker") == observer)
+        )
         and float(f.get("t", 0.0)) <= end
         and float(f.get("end", f.get("t", 0.0))) >= start
     ]

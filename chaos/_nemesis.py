@@ -15,6 +15,10 @@ even a short run injects each kind. Kinds:
 - ``expire-session`` / ``drop-connection``: a worker expires one of its own
   sessions (``aiocoord.testing.expire_session``) or cuts one of its connections
   (``drop_connection``), when the controller asks.
+- ``stall-client``: a worker holds one client's proxies (``TcpProxy.hold``) for
+  longer than the session timeout: that client's network drops everything, both
+  ways, while its process and the servers run on; the session expires on the
+  server, and the client must tell its holders before anyone else can take over.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ FAULT_KINDS = (
     "pause-worker",
     "expire-session",
     "drop-connection",
+    "stall-client",
 )
 WARMUP = 2.0
 """Seconds of calm at the start, for the workers to get going."""
@@ -81,6 +86,9 @@ def fault_length(kind: str, session_timeout: float, rng: random.Random) -> float
     if kind == "pause-worker":
         # Long enough past the expiry for others to take over what it held.
         return round(session_timeout + rng.uniform(1.5, 2.5), 3)
+    if kind == "stall-client":
+        # Past the expiry, so that others take over while the client is cut off.
+        return round(session_timeout + rng.uniform(1.0, 2.0), 3)
     if kind in ("pause-member", "partition-leader"):
         return round(session_timeout + rng.uniform(0.5, 1.0), 3)
     if kind in ("kill-leader", "kill-follower"):
@@ -302,6 +310,7 @@ class Nemesis:
             "pause-worker": self._pause_worker,
             "expire-session": self._ask_worker,
             "drop-connection": self._ask_worker,
+            "stall-client": self._ask_worker,
         }
         try:
             async with asyncio.timeout(fault.length + QUORUM_TIMEOUT + REPLY_TIMEOUT):
@@ -391,10 +400,14 @@ class Nemesis:
     async def _ask_worker(self, fault: Fault, record: dict[str, Any]) -> None:
         worker = self._workers[fault.pick % len(self._workers)]
         client = (fault.pick // len(self._workers)) % 2
-        command = "expire" if fault.kind == "expire-session" else "drop"
+        command = {"expire-session": "expire", "drop-connection": "drop"}.get(fault.kind, "stall")
         record["target"] = f"{worker.name} client {client}"
         record["worker"] = worker.name
-        reply = await worker.request({"cmd": command, "client": client}, REPLY_TIMEOUT)
+        record["client"] = client
+        reply = await worker.request(
+            {"cmd": command, "client": client, "length": fault.length},
+            fault.length + REPLY_TIMEOUT,
+        )
         if reply is None:
             raise RuntimeError(f"{worker.name} did not answer")
         if not reply.get("ok"):

@@ -57,8 +57,8 @@ STATIC_GAPS = (
     "Queues: max_items, dead_letter, move_aside and put_many are not driven; get() and "
     "take() consumers use separate queues, as the recipe requires. The priority order of "
     "PriorityQueue and the FIFO order of the others are not checked.",
-    "No fault hits the client-server traffic alone (a stalled or half-open client "
-    "connection): TcpProxy could add it.",
+    "The stall-client fault holds every packet of one client both ways; no fault "
+    "delays packets without dropping them, or drops one direction only.",
 )
 
 

@@ -4,13 +4,17 @@ and recording every operation.
 The controller starts it as ``python -m chaos._worker CONFIG`` (a JSON object)
 and talks to it over stdin/stdout, one JSON object per line: the worker says
 ``ready``; the controller may ask it to ``expire`` or ``drop`` one of its
-clients' sessions or connections (faults that act on a client object), then
+clients' sessions or connections (faults that act on a client object), or to
+``stall`` one client's network for a while, then
 ``stop`` (finish the operations under way), ``final`` (compare its caches with
 the server's tree, and say which of its group members are alive) and ``exit``.
 
 Each worker has two clients: client 0 with the standard error policy (a
 suspended connection already counts as losing a lock) and client 1 with the
 session policy (only an expired session does). The recipes are spread over both.
+Each client reaches the ensemble through TCP proxies of its own in this process
+(one per member), which a ``stall`` holds: the client's traffic stops both ways
+while the process, and the servers, run on.
 Every operation runs under a watchdog (:data:`~chaos._layout.OP_BOUND`); one that
 outlives it is recorded as a hang.
 """
@@ -78,7 +82,7 @@ from aiocoord import (
     TreeCache,
     VersionedValue,
 )
-from aiocoord.testing import drop_connection, expire_session
+from aiocoord.testing import TcpProxy, drop_connection, expire_session
 
 from ._discovery import DiscoveryDriver
 from ._history import HistoryWriter, Status
@@ -390,6 +394,8 @@ class Worker:
         self.history = HistoryWriter(Path(config.history), worker=config.name, t0=config.t0)
         self.stopping = asyncio.Event()
         self.clients: list[aiocoord.Client] = []
+        self.proxies: list[list[TcpProxy]] = []
+        """Per client, its proxies to the ensemble's members (what a stall holds)."""
         self.cache: TreeCache | None = None
         self.node_cache: NodeCache | None = None
         self.children_cache: ChildrenCache | None = None
@@ -1615,8 +1621,17 @@ class Worker:
 
     async def connect(self) -> None:
         for policy in (StandardErrorPolicy(), SessionErrorPolicy()):
+            proxies = []
+            for member in self.config.connect.split(","):
+                host, port = member.rsplit(":", 1)
+                proxy = TcpProxy(host, int(port))
+                await proxy.start()
+                proxies.append(proxy)
+            self.proxies.append(proxies)
             client = aiocoord.connect(
-                self.config.connect, session_timeout=SESSION_TIMEOUT, error_policy=policy
+                ",".join(proxy.connect_string for proxy in proxies),
+                session_timeout=SESSION_TIMEOUT,
+                error_policy=policy,
             )
             self.clients.append(client)
             await client.start()
@@ -1637,12 +1652,24 @@ class Worker:
         await self.leadership.start(self.clients)
 
     async def fault(self, command: dict[str, Any]) -> None:
-        """Expire a session or drop a connection of one of our clients, as asked."""
-        client = self.clients[int(command.get("client", 0)) % len(self.clients)]
+        """Expire a session, drop a connection or stall the network of one of our
+        clients, as asked."""
+        index = int(command.get("client", 0)) % len(self.clients)
+        client = self.clients[index]
         started = self.now()
         try:
             if command["cmd"] == "expire":
                 await expire_session(client, timeout=20.0)
+            elif command["cmd"] == "stall":
+                # Nothing passes either way, and no close: what the client sees of
+                # a network that drops its packets. Released even if cancelled.
+                for proxy in self.proxies[index]:
+                    proxy.hold()
+                try:
+                    await asyncio.sleep(float(command["length"]))
+                finally:
+                    for proxy in self.proxies[index]:
+                        proxy.release()
             else:
                 drop_connection(client)
             self.reply({"reply": command["cmd"], "ok": True, "t": started})
@@ -1665,6 +1692,10 @@ class Worker:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(10):
                     await client.aclose()
+        for proxy in itertools.chain.from_iterable(self.proxies):
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(10):
+                    await proxy.aclose()
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -1687,7 +1718,7 @@ class Worker:
             while line := await commands.readline():
                 command = json.loads(line)
                 name = command.get("cmd")
-                if name in ("expire", "drop"):
+                if name in ("expire", "drop", "stall"):
                     fault = asyncio.ensure_future(self.fault(command))
                     side.add(fault)
                     fault.add_done_callback(side.discard)

@@ -1527,9 +1527,9 @@ def test_the_schedule_is_the_same_for_the_same_seed() -> None:
 
 
 def test_a_short_run_injects_every_kind_of_fault_in_time() -> None:
-    faults = schedule(5, 38, 4.0)
+    faults = schedule(5, 44, 4.0)
     assert {f.kind for f in faults} == set(FAULT_KINDS)
-    assert all(f.at + f.length <= 38 for f in faults)
+    assert all(f.at + f.length <= 44 for f in faults)
     assert all(b.at >= a.at + a.length for a, b in itertools.pairwise(faults))
 
 
@@ -1626,6 +1626,16 @@ def test_a_registrant_late_to_go_while_its_observer_stalled_is_excused() -> None
     stall = {"type": "stall", "worker": "w0", "from": 5.0, "to": 12.0}
     assert verdict("discovery.dead-gone", [*crash, stall]).passed
     assert not verdict("discovery.dead-gone", [*crash, {**stall, "worker": "w1"}]).passed
+
+
+def test_a_registrant_late_to_go_while_its_observers_client_was_cut_off_is_excused() -> None:
+    """A stall-client fault on the observer's own client hides the deletion from
+    it until the network comes back; the same fault on another worker does not."""
+    crash = op("w0:1", "discovery", "crash", 1.0, 24.0, "unknown", id="w0-gone-1", killed=2.0)
+    fault = {"type": "fault", "t": 5.0, "end": 11.0, "kind": "stall-client", "ok": True,
+             "worker": "w0", "client": 0, "length": 5.2}  # fmt: skip
+    assert verdict("discovery.dead-gone", [*crash, fault]).passed
+    assert not verdict("discovery.dead-gone", [*crash, {**fault, "worker": "w1"}]).passed
 
 
 def test_a_killed_registrant_still_listed_at_the_end_fails() -> None:
