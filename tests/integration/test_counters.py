@@ -403,6 +403,101 @@ async def test_totals_hold_through_restarts_and_expiry(
     assert succeeded <= final <= succeeded + unknown, (succeeded, unknown, final)
 
 
+@pytest.mark.parametrize("operation", ["compare_and_set", "try_set", "increment"])
+async def test_a_write_whose_reply_is_lost_is_an_unknown_outcome_never_a_retry(
+    coord: aiocoord.Client, operation: str
+) -> None:
+    """The write reached the server and only its reply was lost: the caller cannot
+    be told it failed (it applied), nor may the call try again (an add would apply
+    twice, a set would report the wrong value replaced)."""
+    counter = AtomicLong(coord, "/lost-reply")
+    await counter.initialize(5)
+    real_set = coord.set
+
+    async def lossy_set(path: str, data: bytes, *, version: int = -1) -> aiocoord.Stat:
+        coord.set = real_set  # type: ignore[method-assign]
+        await real_set(path, data, version=version)  # applied on the server ...
+        raise aiocoord.ConnectionLossError("reply lost", sent=True)  # ... reply lost
+
+    calls = {
+        "compare_and_set": lambda: counter.compare_and_set(5, 9),
+        "try_set": lambda: counter.try_set(9),
+        "increment": counter.increment,
+    }
+    coord.set = lossy_set  # type: ignore[method-assign]
+    with pytest.raises(OutcomeUnknownError, match="/lost-reply"):
+        await calls[operation]()
+    assert coord.set == real_set  # the write went through the patched call
+    assert (await counter.get()).post_value == (6 if operation == "increment" else 9)
+
+
+async def test_compare_and_set_through_faults_is_applied_once_or_reported_unknown(
+    started,
+) -> None:
+    """Contending compare-and-sets, each to a value never written before, while
+    connections drop and sessions expire: no two succeed from the same value (a
+    write applied twice, or over one another), none succeeds from a value nobody
+    wrote, none reported failed was applied, and the final value is one a success
+    or an unknown outcome wrote. Unique values rule out ABA, so the history alone
+    tells which write each success replaced."""
+    a, b = await started(2, session_timeout=4)
+    await AtomicLong(a, "/cas-faults").initialize(0)
+    outcomes: list[tuple[int, int, str]] = []  # (expected, new, ok / failed / unknown)
+    values = iter(range(1, 10**9))
+    stop = asyncio.Event()
+    progressed = asyncio.Event()
+
+    async def made_progress(count: int = 5) -> None:
+        goal = sum(1 for _e, _n, how in outcomes if how == "ok") + count
+        while sum(1 for _e, _n, how in outcomes if how == "ok") < goal:
+            progressed.clear()
+            await progressed.wait()
+
+    async def worker(client: aiocoord.Client) -> None:
+        counter = AtomicLong(client, "/cas-faults")
+        while not stop.is_set():
+            try:
+                expected = (await counter.get()).post_value
+            except aiocoord.SessionError:
+                continue
+            new = next(values)
+            try:
+                result = await counter.compare_and_set(expected, new)
+            except OutcomeUnknownError:
+                outcomes.append((expected, new, "unknown"))
+                continue
+            except aiocoord.SessionError:
+                continue  # refused before it was sent: nothing to judge
+            outcomes.append((expected, new, "ok" if result.succeeded else "failed"))
+            if result.succeeded:
+                progressed.set()
+
+    workers = [asyncio.create_task(worker(c)) for c in (a, b) for _ in range(2)]
+    for round_ in range(12):
+        client = (a, b)[round_ % 2]
+        await made_progress()
+        # A drop with a write in flight leaves its outcome unknown to the client:
+        # the write may or may not have reached the server.
+        drop_connection(client)
+        if round_ % 4 == 3:
+            await made_progress()
+            await expire_session(client)
+    await made_progress()
+    stop.set()
+    await asyncio.gather(*workers)
+    final = (await AtomicLong(a, "/cas-faults").get()).post_value
+
+    succeeded = [(expected, new) for expected, new, how in outcomes if how == "ok"]
+    written = {new for _e, new, how in outcomes if how in ("ok", "unknown")}
+    refused = {new for _e, new, how in outcomes if how == "failed"}
+    replaced = [expected for expected, _new in succeeded]
+    assert len(replaced) == len(set(replaced)), "two compare-and-sets succeeded from one value"
+    assert set(replaced) <= written | {0}, "a success replaced a value nobody wrote"
+    assert not set(replaced) & refused, "a compare-and-set reported failed was applied"
+    assert final in written, final
+    assert final not in refused
+
+
 async def test_totals_are_exact_when_no_call_was_cut(started) -> None:
     a, b = await started(2)
     counter_a = AtomicLong(a, "/calm")
