@@ -80,22 +80,18 @@ async def _measure(server: str, sessions: int, warmup: float, seconds: float) ->
         if server_pin:
             os.sched_setaffinity(0, {driver.CLIENT_CORE})
         clients = [aiocoord.connect(servers.connect_string) for _ in range(sessions)]
-        for client in clients:
-            await client.__aenter__()
         try:
+            await asyncio.gather(*(client.start() for client in clients))
             counters = [aiocoord.AtomicLong(client, "/phases/counter") for client in clients]
             await counters[0].initialize(0)
-            done = 0
-            latencies: list[float] = []
+            latencies: list[float] = []  # one per add finished in the window
             measuring = stop = False
 
             async def run(counter: aiocoord.AtomicLong) -> None:
-                nonlocal done
                 while not stop:
                     started = time.perf_counter()
                     await counter.increment()
                     if measuring:
-                        done += 1
                         latencies.append(time.perf_counter() - started)
 
             tasks = [asyncio.create_task(run(counter)) for counter in counters]
@@ -110,7 +106,8 @@ async def _measure(server: str, sessions: int, warmup: float, seconds: float) ->
             await asyncio.gather(*tasks)
         finally:
             for client in clients:
-                await client.__aexit__(None, None, None)
+                await client.aclose()
+    done = len(latencies)
     lines = [
         f"{server}, {sessions} sessions in one process: {done / elapsed:,.0f} adds/s, "
         f"add p50 {1e3 * statistics.median(latencies):.2f} ms",

@@ -58,6 +58,8 @@ FAULT_KINDS = (
     "drop-connection",
     "stall-client",
 )
+WORKER_COMMANDS = {"expire-session": "expire", "drop-connection": "drop", "stall-client": "stall"}
+"""The faults a worker carries out on its own client, and the command that asks for each."""
 WARMUP = 2.0
 """Seconds of calm at the start, for the workers to get going."""
 TAIL = 2.0
@@ -308,9 +310,7 @@ class Nemesis:
             "pause-member": self._pause_member,
             "partition-leader": self._partition_leader,
             "pause-worker": self._pause_worker,
-            "expire-session": self._ask_worker,
-            "drop-connection": self._ask_worker,
-            "stall-client": self._ask_worker,
+            **dict.fromkeys(WORKER_COMMANDS, self._ask_worker),
         }
         try:
             async with asyncio.timeout(fault.length + QUORUM_TIMEOUT + REPLY_TIMEOUT):
@@ -400,7 +400,7 @@ class Nemesis:
     async def _ask_worker(self, fault: Fault, record: dict[str, Any]) -> None:
         worker = self._workers[fault.pick % len(self._workers)]
         client = (fault.pick // len(self._workers)) % 2
-        command = {"expire-session": "expire", "drop-connection": "drop"}.get(fault.kind, "stall")
+        command = WORKER_COMMANDS[fault.kind]
         record["target"] = f"{worker.name} client {client}"
         record["worker"] = worker.name
         record["client"] = client
