@@ -50,6 +50,7 @@ from ._retry import (
     call_with_retry,
     is_retryable,
 )
+from ._sasl import SaslDigest, SaslExchange, SaslMechanism
 from ._state import (
     ConnectionState,
     ErrorPolicy,
@@ -80,6 +81,9 @@ __all__ = [
     "RetryNTimes",
     "RetryPolicy",
     "RetryUntilElapsed",
+    "SaslDigest",
+    "SaslExchange",
+    "SaslMechanism",
     "SendRecord",
     "SessionErrorPolicy",
     "StandardErrorPolicy",

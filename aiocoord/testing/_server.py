@@ -32,7 +32,9 @@ import anyio
 
 from .._exceptions import OperationTimeoutError
 from .._process import dying_with_parent
+from .._session import SaslDigest
 from ._fourletter import four_letter_word
+from ._security import QuorumCredentials, SecurityOptions, check_sasl_users
 
 __all__ = [
     "ZooKeeperEnsemble",
@@ -330,9 +332,11 @@ def _free_ports(count: int) -> list[int]:
 class _Quorum:
     """Shared state of an ensemble's members: their ports, allocated once for all."""
 
-    def __init__(self, members: list[ZooKeeperServer]) -> None:
+    def __init__(self, members: list[ZooKeeperServer], *, sasl: bool = False) -> None:
         self.members = members
         self.allocated = False
+        self.credentials = QuorumCredentials() if sasl else None
+        """The members' own SASL user (quorum SASL), when the ensemble has SASL users."""
 
     def allocate(self) -> None:
         if self.allocated:
@@ -367,6 +371,12 @@ class ZooKeeperServer:
     The server skips fsync (``forceSync=no``) unless ``force_sync=True``: tests
     run faster, and the data still survives the JVM being killed. Production
     servers sync every write to disk, so measure speed with ``force_sync=True``.
+
+    ``sasl_users`` (``{"alice": "secret"}``) makes it a SASL server: DIGEST-MD5
+    users in a JAAS file the kit writes, ZooKeeper's SASL authentication provider
+    (a client's identity is ``sasl:<user>``); :meth:`sasl_digest` gives a client
+    the credentials. ``require_sasl=True`` refuses every client that does not
+    authenticate (``zookeeper.sessionRequireClientSASLAuth``).
     """
 
     def __init__(
@@ -383,9 +393,14 @@ class ZooKeeperServer:
         log: bool = False,
         tls: bool = False,
         force_sync: bool = False,
+        sasl_users: Mapping[str, str] | None = None,
+        require_sasl: bool = False,
     ) -> None:
         if min_session_timeout_ms > max_session_timeout_ms:
             raise ValueError("min_session_timeout_ms > max_session_timeout_ms")
+        self.sasl_users: dict[str, str] = check_sasl_users(sasl_users)
+        self.require_sasl = require_sasl
+        SecurityOptions(sasl_users=self.sasl_users, require_sasl=require_sasl)  # checks
         self._port = port
         self.tick_time_ms = tick_time_ms
         self.min_session_timeout_ms = min_session_timeout_ms
@@ -413,7 +428,8 @@ class ZooKeeperServer:
         kind = f"member {self._myid}" if self._quorum else "standalone"
         state = "paused" if self.is_paused else "running" if self.is_running else "stopped"
         tls = f" tls:{self._secure_port}" if self.tls else ""
-        return f"<ZooKeeperServer {kind} {HOST}:{self._port}{tls} pid={self.pid} {state}>"
+        sasl = " sasl-required" if self.require_sasl else " sasl" if self.sasl_users else ""
+        return f"<ZooKeeperServer {kind} {HOST}:{self._port}{tls}{sasl} pid={self.pid} {state}>"
 
     # -- properties
 
@@ -471,6 +487,23 @@ class ZooKeeperServer:
         """A client context that trusts this server's certificate (and no other) and
         checks that it is issued to 127.0.0.1 (its only name: ``IP:127.0.0.1``)."""
         return _client_context([self])
+
+    def sasl_digest(self, username: str | None = None) -> SaslDigest:
+        """DIGEST-MD5 credentials of one of :attr:`sasl_users` (default: the first),
+        to give a client as ``sasl=``."""
+        if not self.sasl_users:
+            raise RuntimeError(f"{self!r} was not created with sasl_users")
+        name = next(iter(self.sasl_users)) if username is None else username
+        if name not in self.sasl_users:
+            raise KeyError(f"no sasl user {name!r} on {self!r}")
+        return SaslDigest(name, self.sasl_users[name])
+
+    def _security(self) -> SecurityOptions:
+        return SecurityOptions(
+            sasl_users=self.sasl_users,
+            require_sasl=self.require_sasl,
+            quorum=self._quorum.credentials if self._quorum is not None else None,
+        )
 
     def _require_tls(self) -> None:
         if not self.tls:
@@ -621,6 +654,8 @@ class ZooKeeperServer:
                 "ssl.trustStore.type": "PEM",
                 "ssl.clientAuth": "none",
             }
+        security_config, security_flags = self._security().apply(data_dir)
+        config |= security_config
         config |= self.extra_config
         config_path = data_dir / "zoo.cfg"
         config_path.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
@@ -636,6 +671,7 @@ class ZooKeeperServer:
             f"-Xmx{self.heap_mb}m",
             "-XX:+UseSerialGC",
             "-Djava.net.preferIPv4Stack=true",
+            *security_flags,
             *self.jvm_args,
             "-cp",
             classpath,
@@ -903,6 +939,10 @@ class ZooKeeperEnsemble:
 
     ``members`` are :class:`ZooKeeperServer` objects with the usual controls (stop,
     kill, pause, start again), so tests can take members down and bring them back.
+
+    ``sasl_users`` and ``require_sasl`` are as for :class:`ZooKeeperServer`, on every
+    member; with SASL users the members also authenticate to each other with SASL
+    (quorum SASL, required both ways), as a secured production ensemble does.
     """
 
     def __init__(
@@ -919,6 +959,8 @@ class ZooKeeperEnsemble:
         log: bool = False,
         tls: bool = False,
         force_sync: bool = False,
+        sasl_users: Mapping[str, str] | None = None,
+        require_sasl: bool = False,
     ) -> None:
         if size < 1:
             raise ValueError("an ensemble needs at least one member")
@@ -934,10 +976,12 @@ class ZooKeeperEnsemble:
                 log=log,
                 tls=tls,
                 force_sync=force_sync,
+                sasl_users=sasl_users,
+                require_sasl=require_sasl,
             )
             for _ in range(size)
         ]
-        self._quorum = _Quorum(self.members)
+        self._quorum = _Quorum(self.members, sasl=bool(sasl_users))
         for myid, member in enumerate(self.members, start=1):
             member._quorum = self._quorum
             member._myid = myid
@@ -964,6 +1008,10 @@ class ZooKeeperEnsemble:
     def client_ssl_context(self) -> ssl.SSLContext:
         """A client context that trusts every member's certificate (``tls=True`` only)."""
         return _client_context(self.members)
+
+    def sasl_digest(self, username: str | None = None) -> SaslDigest:
+        """DIGEST-MD5 credentials of one of the members' SASL users (default: the first)."""
+        return self.members[0].sasl_digest(username)
 
     async def __aenter__(self) -> ZooKeeperEnsemble:
         try:
