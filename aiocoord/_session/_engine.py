@@ -548,7 +548,7 @@ class SessionEngine:
         """
         if self._closing or conn is not self._conn:
             return  # during priming: _prime raises it
-        log.error(
+        log.warning(
             "%s:%s requires SASL authentication and the client has none: closing the client",
             *conn.peer,
         )
