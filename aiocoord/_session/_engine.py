@@ -552,6 +552,9 @@ class SessionEngine:
             "%s:%s requires SASL authentication and the client has none: closing the client",
             *conn.peer,
         )
+        # SUSPENDED first, truthfully: the connection is gone for good, and
+        # holders must not go on trusting it.
+        self._suspend(conn)
         self._fail_fatally(SaslRequiredError())
         conn.abort()
 
@@ -761,7 +764,8 @@ class SessionEngine:
         while True:
             conn = self._conn
             if self._closing:
-                if self._fatal is not None:
+                if self._fatal is not None and not self.closed:
+                    # Stopped by the server (SaslRequiredError), not closed by its owner.
                     raise self._fatal
                 # The connection stays open while closeSession is in flight;
                 # anything sent behind it would only come back SESSIONEXPIRED.

@@ -129,14 +129,16 @@ async def test_every_recipe_family_works_on_a_sasl_required_server(
 
 
 async def test_a_client_without_sasl_gets_sasl_required_fast(
-    sasl_zookeeper: ZooKeeperServer,
+    sasl_zookeeper: ZooKeeperServer, state_log
 ) -> None:
     server = sasl_zookeeper
     started_at = time.monotonic()
     async with aiocoord.connect(server.connect_string, start_timeout=30) as client:
+        log = state_log(client)
         with pytest.raises(aiocoord.SaslRequiredError, match="requires SASL") as info:
             await client.get("/")
         assert info.value.code == -124
+        assert log.states == [S]  # the connection is gone, and no reconnect follows
         # The client stopped: every later request says so at once, nothing is retried.
         with pytest.raises(aiocoord.SaslRequiredError):
             await client.exists("/")
