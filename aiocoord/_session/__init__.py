@@ -26,8 +26,16 @@ second client (session expiry).
 """
 
 from ._batch import Fence, Pipeline, Transaction
-from ._client import Client, check_client, connect, drop_connection, hold_reconnects
+from ._client import (
+    Client,
+    check_client,
+    connect,
+    drop_connection,
+    hold_reconnects,
+    sasl_of,
+)
 from ._connection import SendRecord, track_sends
+from ._engine import authenticate
 from ._nodes import (
     PROTECTED_PREFIX,
     OwnNode,
@@ -90,6 +98,7 @@ __all__ = [
     "Transaction",
     "Watch",
     "WatchKind",
+    "authenticate",
     "call_with_retry",
     "check_client",
     "check_error_policy",
@@ -104,5 +113,6 @@ __all__ = [
     "protected_marker",
     "retry_on_connection_loss",
     "run_cleanup",
+    "sasl_of",
     "track_sends",
 ]

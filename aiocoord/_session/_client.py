@@ -41,7 +41,7 @@ from ._stream import ChangeStream
 from ._watch import PersistentWatch, Watch, WatchRegistry
 from ._watching import Watcher
 
-__all__ = ["Client", "check_client", "connect", "drop_connection"]
+__all__ = ["Client", "check_client", "connect", "drop_connection", "hold_reconnects", "sasl_of"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -626,6 +626,12 @@ def drop_connection(client: Client) -> None:
     """Cut the client's socket abruptly, as a network failure would (see
     :func:`aiocoord.testing.drop_connection`)."""
     client._engine.drop_connection()
+
+
+def sasl_of(client: Client) -> SaslMechanism | None:
+    """The SASL mechanism ``client`` authenticates with (for
+    :func:`aiocoord.testing.expire_session`, whose connection must too)."""
+    return client._engine.sasl
 
 
 def hold_reconnects(client: Client) -> contextlib.AbstractContextManager[None]:

@@ -43,11 +43,12 @@ from . import _zk
 from ._connection import Connection, ReplyHook, open_connection
 from ._options import Settings, parse_hosts
 from ._requests import RequestBuilder
+from ._sasl import SaslMechanism
 from ._state import ConnectionState
 from ._stream import Broadcast
 from ._watch import WatchKind, WatchRegistry
 
-__all__ = ["DEFAULT", "SessionEngine", "only_in_session", "request_timeout"]
+__all__ = ["DEFAULT", "SessionEngine", "authenticate", "only_in_session", "request_timeout"]
 
 log = logging.getLogger("aiocoord")
 
@@ -112,6 +113,38 @@ def request_timeout(seconds: float | None) -> contextlib.AbstractContextManager[
     ``seconds`` for a connection (None: without bound), whatever the client's
     ``request_timeout``."""
     return _Scoped(_override, seconds)
+
+
+async def authenticate(conn: Connection, mechanism: SaslMechanism, host: str) -> None:
+    """Run one SASL exchange on ``conn`` (connected to ``host``), right after the
+    session handshake and before anything else is sent on it.
+
+    As ZooKeeper's Java client does: after the ConnectResponse, before auth
+    packets, watch re-arming and queued requests. The server answers refused
+    credentials with an error code (AUTHFAILED, or SESSIONCLOSEDREQUIRESASLAUTH
+    where SASL is required) and closes the socket: AuthFailedError, never
+    retried. A socket that closes with no such answer is a connection loss
+    like any other (the next server is tried).
+    """
+    exchange = mechanism.exchange(host)
+    name = exchange.mechanism
+    token: bytes | None = await exchange.first()
+    while token is not None:
+        try:
+            reply: bytes = await conn.submit(_zk.sasl_op(token))
+        except (AuthFailedError, SaslRequiredError) as refusal:
+            raise AuthFailedError(
+                mechanism=name,
+                reason=f"{conn.peer[0]}:{conn.peer[1]} refused the credentials "
+                f"(error {refusal.code}; ZooKeeper does not say whether the user is "
+                "unknown or the password wrong)",
+            ) from None
+        if exchange.complete:
+            break
+        token = await exchange.step(reply)
+    if not exchange.complete:
+        raise AuthFailedError(mechanism=name, reason="the exchange ended before it was complete")
+    log.debug("SASL %s authentication with %s:%s done", name, *conn.peer)
 
 
 class SessionEngine:
@@ -183,6 +216,11 @@ class SessionEngine:
         if not self.session_id:
             return None
         return self.session_id, self._password
+
+    @property
+    def sasl(self) -> SaslMechanism | None:
+        """The SASL mechanism every connection authenticates with, if any."""
+        return self._sasl
 
     @property
     def connected(self) -> bool:
@@ -506,38 +544,8 @@ class SessionEngine:
             self._watches.fire(event_type, server_path, self._requests.user_path(server_path))
 
     async def _authenticate(self, conn: Connection, host: str) -> None:
-        """Run one SASL exchange on ``conn``, before anything else is sent on it.
-
-        As ZooKeeper's Java client does: after the session handshake, before
-        auth packets, watch re-arming and queued requests. The server answers
-        refused credentials with an error code (AUTHFAILED, or
-        SESSIONCLOSEDREQUIRESASLAUTH where SASL is required) and closes the
-        socket: AuthFailedError, never retried. A socket that closes with no
-        such answer is a connection loss like any other (the next server is
-        tried).
-        """
         assert self._sasl is not None
-        exchange = self._sasl.exchange(host)
-        mechanism = exchange.mechanism
-        token: bytes | None = await exchange.first()
-        while token is not None:
-            try:
-                reply: bytes = await conn.submit(_zk.sasl_op(token))
-            except (AuthFailedError, SaslRequiredError) as refusal:
-                raise AuthFailedError(
-                    mechanism=mechanism,
-                    reason=f"{conn.peer[0]}:{conn.peer[1]} refused the credentials "
-                    f"(error {refusal.code}; ZooKeeper does not say whether the user is "
-                    "unknown or the password wrong)",
-                ) from None
-            if exchange.complete:
-                break
-            token = await exchange.step(reply)
-        if not exchange.complete:
-            raise AuthFailedError(
-                mechanism=mechanism, reason="the exchange ended before it was complete"
-            )
-        log.debug("SASL %s authentication with %s:%s done", mechanism, *conn.peer)
+        await authenticate(conn, self._sasl, host)
 
     def _sasl_required(self, conn: Connection) -> None:
         """A reply said the server requires SASL of this client (it closes the socket).

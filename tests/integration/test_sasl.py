@@ -21,7 +21,7 @@ import pytest_asyncio
 import aiocoord
 from aiocoord import ACL, ConnectionState, Perm
 from aiocoord._session._sasl import SaslExchange
-from aiocoord.testing import TcpProxy, ZooKeeperEnsemble, ZooKeeperServer
+from aiocoord.testing import TcpProxy, ZooKeeperEnsemble, ZooKeeperServer, expire_session
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -200,6 +200,26 @@ async def test_the_session_survives_a_restart_with_a_fresh_exchange(
         assert len(sasl.hosts) >= 2  # a new exchange on the new connection
         await client.set("/restart", b"1")  # writable: the connection is alice's again
         assert (await client.exists("/restart-eph")) is not None
+
+
+async def test_expire_session_works_on_a_sasl_required_server(
+    sasl_zookeeper: ZooKeeperServer, state_log
+) -> None:
+    server = sasl_zookeeper
+    sasl = CountingSasl(server.sasl_digest("alice"))
+    async with aiocoord.connect(server.connect_string, sasl=sasl) as client:
+        log = state_log(client)
+        old = client.session_id
+        await client.create("/doomed", ephemeral=True)
+        async with asyncio.timeout(30):
+            await expire_session(client)
+        assert ConnectionState.LOST in log.states
+        assert client.session_id not in (0, old)
+        assert await client.exists("/doomed") is None
+        await client.create("/reborn", acl=ALICE_ONLY)  # the new session is alice's too
+        await client.set("/reborn", b"x")
+        # The kit's own connection authenticated with the client's mechanism.
+        assert len(sasl.hosts) >= 3
 
 
 async def test_a_connection_cut_during_the_exchange_is_a_connection_loss(
