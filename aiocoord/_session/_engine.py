@@ -357,6 +357,7 @@ class SessionEngine:
         except asyncio.CancelledError:
             raise
         except (AuthFailedError, SaslRequiredError, TLSCertificateError) as error:
+            log.warning("the ZooKeeper session task stops: %s", error)
             self._fail_fatally(error)
         except Exception as error:
             log.exception("aiocoord session task failed")

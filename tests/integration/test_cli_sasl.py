@@ -18,11 +18,21 @@ pytestmark = pytest.mark.timeout(90)
 CLI = (sys.executable, "-m", "aiocoord")
 
 
+def _clean_env() -> dict[str, str]:
+    """The environment without the CLI's AIOCOORD_ settings (the jar cache stays: it
+    picks the ZooKeeper version the server command runs)."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("AIOCOORD_") or k == "AIOCOORD_JAR_CACHE"
+    }
+
+
 async def run(
     *args: str, env: Mapping[str, str] | None = None, timeout: float = 30
 ) -> tuple[int, str, str]:
     """Run ``aiocoord`` to its end, with only ``env`` among the AIOCOORD_ variables."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("AIOCOORD_")}
+    clean = _clean_env()
     proc = await asyncio.create_subprocess_exec(
         *CLI,
         *args,
@@ -39,7 +49,7 @@ async def run(
 @pytest_asyncio.fixture
 async def sasl_server() -> AsyncIterator[dict[str, str]]:
     """``aiocoord server --sasl-user alice:...`` running; yields its export lines."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("AIOCOORD_")}
+    clean = _clean_env()
     proc = await asyncio.create_subprocess_exec(
         *CLI,
         "server",

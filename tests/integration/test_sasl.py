@@ -12,6 +12,7 @@ session).
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator
 
@@ -154,8 +155,9 @@ async def test_a_client_without_sasl_gets_sasl_required_fast(
 )
 @pytest.mark.parametrize("required", [True, False], ids=["required", "optional"])
 async def test_refused_credentials_fail_start_fast_and_are_not_retried(
-    username: str, password: str, required: bool
+    username: str, password: str, required: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="aiocoord")
     async with (
         ZooKeeperServer(sasl_users=USERS, require_sasl=required) as server,
         TcpProxy(server.host, server.port) as proxy,
@@ -177,6 +179,8 @@ async def test_refused_credentials_fail_start_fast_and_are_not_retried(
         assert password not in str(error) and password not in repr(error)
         # 3.8 answers -124 where SASL is required, -115 (AUTHFAILED) where it is not.
         assert f"error {-124 if required else -115}" in str(error)
+        assert "refused the credentials" in caplog.text  # logged, without the secret
+        assert password not in caplog.text
 
 
 async def test_the_session_survives_a_restart_with_a_fresh_exchange(
