@@ -193,6 +193,9 @@ async def test_the_session_survives_a_restart_with_a_fresh_exchange(
         session = client.session_id
         await client.create("/restart", b"0", acl=ALICE_ONLY)
         await client.create("/restart-eph", ephemeral=True)
+        # Re-armed after the restart: SetWatches must go after the exchange (the
+        # server refuses any request before it with -124 and closes).
+        _data, _stat, watch = await client.watch_data("/restart")
         assert len(sasl.hosts) == 1
         await server.stop()
         async with asyncio.timeout(10):
@@ -203,6 +206,8 @@ async def test_the_session_survives_a_restart_with_a_fresh_exchange(
         assert client.session_id == session
         assert len(sasl.hosts) >= 2  # a new exchange on the new connection
         await client.set("/restart", b"1")  # writable: the connection is alice's again
+        async with asyncio.timeout(10):
+            assert (await watch).type is aiocoord.EventType.CHANGED
         assert (await client.exists("/restart-eph")) is not None
 
 
