@@ -516,7 +516,7 @@ class SessionEngine:
                 # one sees a connected client.
                 self._deferred_events = []
                 if self._sasl is not None:
-                    await self._authenticate(conn, host)
+                    await authenticate(conn, self._sasl, host)
                 await self._prime(conn, resumed)
         except (OSError, TimeoutError, ConnectionLossError) as error:
             self._note_failure(host, port, error, handshake=conn is not None)
@@ -544,10 +544,6 @@ class SessionEngine:
         for event_type, server_path in events or ():
             self._watches.fire(event_type, server_path, self._requests.user_path(server_path))
 
-    async def _authenticate(self, conn: Connection, host: str) -> None:
-        assert self._sasl is not None
-        await authenticate(conn, self._sasl, host)
-
     def _sasl_required(self, conn: Connection) -> None:
         """A reply said the server requires SASL of this client (it closes the socket).
 
@@ -556,7 +552,7 @@ class SessionEngine:
         SaslRequiredError, and so does every later one.
         """
         if self._closing or conn is not self._conn:
-            return  # during priming: _prime raises it
+            return  # not established yet: authenticate() or _prime() raises it
         log.warning(
             "%s:%s requires SASL authentication and the client has none: closing the client",
             *conn.peer,
@@ -774,8 +770,9 @@ class SessionEngine:
             conn = self._conn
             if self._closing:
                 if self._fatal is not None and not self.closed:
-                    # Stopped by the server (SaslRequiredError), not closed by its owner.
-                    raise self._fatal
+                    # Stopped by the server (SaslRequiredError), not closed by its
+                    # owner. (Its traceback reset: the same error is raised each time.)
+                    raise self._fatal.with_traceback(None)
                 # The connection stays open while closeSession is in flight;
                 # anything sent behind it would only come back SESSIONEXPIRED.
                 raise ClientClosedError("client closed")
