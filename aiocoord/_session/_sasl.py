@@ -3,7 +3,7 @@
 A mechanism (:class:`SaslDigest`, or GSSAPI's ``SaslKerberos``) is a frozen
 value given to :func:`~aiocoord.connect` as ``sasl=``. On every connection the
 session engine asks it for a fresh :class:`SaslExchange` and runs it before
-any other request (see ``SessionEngine._authenticate``):
+any other request (``aiocoord._session._engine.authenticate``):
 
 1. it sends :meth:`SaslExchange.first` (ZooKeeper's SASL request, opcode 102);
 2. for each server reply, unless the exchange is already :attr:`complete
@@ -16,8 +16,9 @@ An exchange raises AuthFailedError itself when a server token cannot be
 answered (a malformed challenge, a server proof that does not match).
 
 DIGEST-MD5 is RFC 2831 with ``qop=auth`` only, which is what a ZooKeeper
-server offers (Java's DIGEST-MD5 server, whose challenge names no qop, hence
-``auth``): authentication, no integrity or confidentiality layer.
+server offers: Java's DIGEST-MD5 server (3.8 and 3.9 alike) sends
+``realm="zk-sasl-md5",nonce="...",charset=utf-8,algorithm=md5-sess``, naming no
+qop, hence ``auth``: authentication, no integrity or confidentiality layer.
 """
 
 from __future__ import annotations
