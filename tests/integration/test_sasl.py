@@ -211,6 +211,26 @@ async def test_the_session_survives_a_restart_with_a_fresh_exchange(
         assert (await client.exists("/restart-eph")) is not None
 
 
+async def test_a_password_changed_on_the_server_stops_the_client_at_its_next_connection(
+    state_log,
+) -> None:
+    server = ZooKeeperServer(sasl_users={"alice": "old"}, require_sasl=True)
+    async with server, aiocoord.connect(server.connect_string, sasl=server.sasl_digest()) as client:
+        log = state_log(client)
+        await server.stop()
+        async with asyncio.timeout(10):
+            await log.wait_for(S)
+        server.sasl_users["alice"] = "new"
+        await server.start()
+        # A request waiting for the session gets the refusal, not a hang.
+        with pytest.raises(aiocoord.AuthFailedError, match="refused the credentials"):
+            async with asyncio.timeout(20):
+                await client.exists("/")
+        assert log.states == [S]
+        with pytest.raises(aiocoord.AuthFailedError):
+            await client.exists("/")
+
+
 async def test_expire_session_works_on_a_sasl_required_server(
     sasl_zookeeper: ZooKeeperServer, state_log
 ) -> None:
