@@ -27,7 +27,7 @@ __all__ = ["drop_connection", "expire_session"]
 
 
 async def _close_session(
-    host: str, port: int, session_id: int, password: bytes, sasl: SaslMechanism | None
+    host: str, port: int, session_id: int, password: bytes, sasl: SaslMechanism | None = None
 ) -> bool:
     """Close a session from a second connection; False if the server did not confirm.
 
