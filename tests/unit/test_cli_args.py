@@ -86,6 +86,8 @@ def test_exit_codes_are_distinct_and_each_is_documented() -> None:
     ("error", "code"),
     [
         (aiocoord.AuthFailedError(), ExitCode.NO_PERMISSION),
+        (aiocoord.AuthFailedError(mechanism="DIGEST-MD5"), ExitCode.NO_PERMISSION),
+        (aiocoord.SaslRequiredError("/a"), ExitCode.NO_PERMISSION),
         (aiocoord.NoAuthError("/a"), ExitCode.NO_PERMISSION),
         (aiocoord.LockLostError("/a", "why"), ExitCode.LOST),
         (aiocoord.LeadershipLostError("/a", "why"), ExitCode.LOST),
