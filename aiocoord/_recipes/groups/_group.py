@@ -157,7 +157,7 @@ class GroupMember(Resource):
         self._writing = asyncio.Lock()
         """Serialises our writes to the node (create, adopt, update)."""
         self._signal = Pulse()
-        """Set (and replaced) whenever ``is_member``, the failure or the phase changes."""
+        """Fired whenever ``is_member``, the failure or the phase changes."""
         self._observers: set[Rereads] = set()
         tags = _telemetry.recipe_tags(client.telemetry, "group_member", path, client.namespace)
         span_attributes = {**tags.span_attributes, "aiocoord.participant_id": participant_id}
