@@ -134,7 +134,7 @@ _REVOKED = "asked back"
 """What stopping a command on a revocation request reports (not a loss)."""
 
 
-async def _revoked(requested: Coroutine[Any, Any, None]) -> str:
+async def _revoked(requested: Coroutine[Any, Any, object]) -> str:
     await requested
     return _REVOKED
 

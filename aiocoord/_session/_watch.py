@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections.abc import Callable, Generator, Iterable, Iterator
-from typing import Any
+from typing import Any, Self
 
 from .._exceptions import ClientClosedError
 from .._types import EventType, WatchEvent
@@ -58,7 +58,8 @@ class Watch:
     It fails with :class:`~aiocoord.SessionExpiredError` if the session is lost
     first (the server forgot it) and with :class:`~aiocoord.ClientClosedError`
     when the client closes. A watch survives reconnection to the same session.
-    ``cancel()`` (or cancelling the task awaiting it) detaches it.
+    ``cancel()`` (or cancelling the task awaiting it) detaches it, and so does
+    leaving ``async with watch:``, as for a :class:`PersistentWatch`.
     """
 
     __slots__ = ("_future", "_registry", "_server_path", "kind", "path")
@@ -84,6 +85,12 @@ class Watch:
         """Stop waiting; the server-side watch, if any, fires later into nothing."""
         self._registry._discard(self)
         self._future.cancel()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.cancel()
 
     def add_done_callback(self, callback: Callable[[Watch], object]) -> None:
         """Call ``callback(watch)`` once it fires, fails or is cancelled (soon, if it has)."""

@@ -261,6 +261,20 @@ async def test_strangers_cannot_join_or_break_a_lock(
         assert len(await lock.participants()) == 1
 
 
+async def test_a_contender_a_stranger_may_not_read_fails_its_listing_not_vanishes(
+    owner: aiocoord.Client, strangers: list[aiocoord.Client]
+) -> None:
+    # The lock path is open (anyone may list it); only the owner's node is guarded.
+    await strangers[0].ensure_path("/secure/listed")
+    lock = Mutex(owner, "/secure/listed", acl=CREATOR_ALL_ACL)
+    await lock.acquire()
+    for stranger in strangers:
+        # Leaving the holder out would tell the stranger that nobody holds the lock.
+        await refused(Mutex(stranger, "/secure/listed").participants())
+    assert [p.node for p in await lock.participants()] == [lock.node]
+    await lock.release()
+
+
 async def test_strangers_cannot_take_or_drop_semaphore_leases_or_a_lease(
     owner: aiocoord.Client, strangers: list[aiocoord.Client]
 ) -> None:

@@ -186,6 +186,7 @@ async def test_a_tree_cache_sees_creates_updates_and_deletes_at_every_depth_in_o
     rec = Recorder(cache)
     async with cache:
         assert cache.initialized
+        assert await cache.wait_initialized(timeout=0) is True  # built: at once
         assert [e.type for e in rec.events] == [CREATED, CREATED, INITIALIZED]
         assert [e.path for e in rec.events[:2]] == ["/t", "/t/a"]
         initialized = rec.events[-1]

@@ -107,6 +107,7 @@ async def test_the_cache_builds_then_follows_adds_updates_and_removes(started: S
         early = cache.events()
         async with recorded(cache) as rec, early:
             assert cache.initialized
+            assert await cache.wait_initialized(timeout=0) is True
             assert cache.instances() == [api("i-1"), api("i-2")]
             assert [(e.type, e.instance) for e in [await anext(early), await anext(early)]] == [
                 (ADDED, api("i-1")),

@@ -253,8 +253,7 @@ async def test_our_node_deleted_by_another_client_is_created_again_with_our_data
         data, stat = current
         assert data == b"v2"  # the data given last, not the data given first
         assert stat.ephemeral_owner == a.session_id
-        async with asyncio.timeout(WAIT):
-            await member.wait_member()
+        assert await member.wait_member(timeout=WAIT) is True
         assert member.is_member
 
 

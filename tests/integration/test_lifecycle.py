@@ -38,6 +38,7 @@ from aiocoord import (
     SharedCount,
     TreeCache,
 )
+from aiocoord._recipes._kit._lifecycle import Resource
 from aiocoord.testing import TcpProxy, ZooKeeperTarget
 
 pytestmark = pytest.mark.timeout(60)
@@ -114,6 +115,8 @@ def test_every_public_class_that_is_started_and_closed_is_checked_here() -> None
         and inspect.iscoroutinefunction(getattr(cls, "aclose", None))
     }
     assert found - NOT_RECIPES == {kind.name for kind in KINDS}
+    # One start/close for all of them, written once: the kit's base.
+    assert all(issubclass(getattr(aiocoord, kind.name), Resource) for kind in KINDS)
 
 
 @pytest.fixture(params=KINDS, ids=[k.name for k in KINDS])

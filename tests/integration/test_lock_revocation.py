@@ -58,11 +58,12 @@ async def test_a_holder_hears_the_request_and_the_lock_passes_on_when_it_lets_go
     other = Mutex(b, "/lock")
     await lock.acquire()
     assert not lock.revoke_requested
+    assert await lock.wait_revoked(timeout=0) is False  # nobody asked yet
     waiting = HeldElsewhere(other)
     queue = await queued(b, other, 2)
 
     assert await other.request_revocation(queue[0]) is True
-    await lock.wait_revoked()
+    assert await lock.wait_revoked(timeout=10) is True
     assert lock.revoke_requested
     assert lock.is_held  # a request, not a loss: letting go is the holder's call
     assert not waiting.granted.is_set()

@@ -31,6 +31,12 @@ class FakeWatch:
     def cancel(self) -> None:
         self.cancelled = True
 
+    async def __aenter__(self) -> FakeWatch:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.cancel()
+
 
 class FakeClient:
     """Answers each watch_exists with the next Stat (or None) it was given."""

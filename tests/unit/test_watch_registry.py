@@ -144,6 +144,21 @@ async def test_cancel_of_the_last_waiter_forgets_the_path() -> None:
     registry.fire(EventType.CREATED, "/ns/gone", "/gone")  # fires into nothing
 
 
+async def test_leaving_async_with_detaches_the_watch_also_on_an_error() -> None:
+    registry = WatchRegistry()
+    fired = watch(registry, DATA, "/w")
+    async with fired as entered:
+        assert entered is fired
+        registry.fire(EventType.CHANGED, "/ns/w", "/w")
+    assert result(fired) == WatchEvent(EventType.CHANGED, "/w")  # a fired watch keeps its event
+
+    pending = watch(registry, DATA, "/w")
+    with pytest.raises(KeyError):
+        async with pending:
+            raise KeyError("in the block")
+    assert pending._future.cancelled() and len(registry) == 0
+
+
 async def test_cancelling_the_task_awaiting_a_watch_detaches_it() -> None:
     registry = WatchRegistry()
     w = watch(registry, DATA, "/t")

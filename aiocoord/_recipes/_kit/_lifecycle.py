@@ -29,13 +29,13 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Self
 
 import anyio
 
 from ..._exceptions import RecipeClosedError
 
-__all__ = ["Lifecycle", "Phase"]
+__all__ = ["Lifecycle", "Phase", "Resource"]
 
 
 class Phase(enum.Enum):
@@ -190,3 +190,46 @@ class Lifecycle:
             # An opening that ended before the cancellation reached it is undone here.
             started = started or _succeeded(opening)
         await self._closing_fn(started)
+
+
+class Resource:
+    """The base of every started-and-closed recipe: ``start()``, ``aclose()`` and
+    ``async with`` over its :class:`Lifecycle` (as anyio's ``AsyncResource``
+    gives ``async with`` over ``aclose()``).
+
+    A subclass makes its :class:`Lifecycle` (with its own opening and closing)
+    in its constructor and hands it to ``Resource.__init__``; its docstring says
+    what they make and undo.
+    """
+
+    def __init__(self, life: Lifecycle) -> None:
+        self.__life = life
+
+    async def start(self) -> None:
+        """Start: make what the object keeps (see the class) and return once it
+        stands.
+
+        A start that fails, or that its caller cancels, undoes what it made and
+        raises (a cancellation stays CancelledError); whether it may be tried
+        again is the class's to say. RuntimeError if started before,
+        RecipeClosedError once closed (also when :meth:`aclose` comes while
+        this waits).
+        """
+        await self.__life.start()
+
+    async def aclose(self) -> None:
+        """Close: cancel a :meth:`start` under way, undo what it made (see the class
+        for what stays), and end the object's iterators and waiters.
+
+        May come at any time, from any task, any number of times, also before
+        :meth:`start`; once it returns, nothing of the object is made on the
+        server later.
+        """
+        await self.__life.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

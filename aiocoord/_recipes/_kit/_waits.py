@@ -178,7 +178,7 @@ async def _look_and_wait(
     stat, watch = await retry_on_connection_loss(
         client, functools.partial(client.watch_exists, path)
     )
-    try:
+    async with watch:
         if session is not None and client.session_id != session:
             return Gone.SESSION_ENDED
         if stat is None or (gone_if is not None and gone_if(stat)):
@@ -189,8 +189,6 @@ async def _look_and_wait(
         with anyio.move_on_after(deadline.remaining()):
             return await _watched(watch, expiry_is_change=expiry_is_change)
         return None
-    finally:
-        watch.cancel()
 
 
 async def _watched(watch: Watch, *, expiry_is_change: bool) -> Gone | None:

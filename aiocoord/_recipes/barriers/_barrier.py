@@ -569,31 +569,27 @@ class DoubleBarrier:
             await delete_quietly(client, node)
         self._node = None
         while True:
-            watch: Watch | None = None
             try:
                 with anyio.move_on_after(deadline.remaining()) as scope:
                     try:
-                        names, _stat, armed = await retry_on_connection_loss(
+                        names, _stat, watch = await retry_on_connection_loss(
                             client, functools.partial(client.watch_children, self.path)
                         )
                     except NoNodeError:
                         return True  # the container went with the round's last node
-                    watch = armed
-                    if READY_NODE not in names:
-                        return True
-                    # Watching the children, not just ``ready``: if the round's
-                    # participants all die, only a look at them removes its ready.
-                    ready = await self._live_ready(names)
-                    if ready is None or ready.czxid != ready_czxid:
-                        return True
-                    await armed
+                    async with watch:
+                        if READY_NODE not in names:
+                            return True
+                        # Watching the children, not just ``ready``: if the round's
+                        # participants all die, only a look at them removes its ready.
+                        ready = await self._live_ready(names)
+                        if ready is None or ready.czxid != ready_czxid:
+                            return True
+                        await watch
                 if scope.cancelled_caught:
                     return False
             except SessionExpiredError:
                 continue  # we have no node to lose: look again in the new session
-            finally:
-                if watch is not None:
-                    watch.cancel()
 
     async def _enter_round(self, node: str, deadline: Deadline) -> bool:
         client = self._client
@@ -683,13 +679,11 @@ class DoubleBarrier:
                     break
                 assert decision.watch is not None
                 watched = _paths.join(self.path, decision.watch)
-                watch: Watch | None = None
-                try:
-                    with anyio.move_on_after(budget) as scope:
-                        stat, armed = await retry_on_connection_loss(
-                            client, functools.partial(client.watch_exists, watched)
-                        )
-                        watch = armed
+                with anyio.move_on_after(budget) as scope:
+                    stat, watch = await retry_on_connection_loss(
+                        client, functools.partial(client.watch_exists, watched)
+                    )
+                    async with watch:
                         if decision.delete_me and not deleted:
                             # Watch first, then delete (as Curator does): the
                             # lowest may be waiting for exactly this deletion.
@@ -697,12 +691,9 @@ class DoubleBarrier:
                             deleted = True
                             self._node = None
                         if stat is not None:
-                            await armed
-                    if scope.cancelled_caught:
-                        return False
-                finally:
-                    if watch is not None:
-                        watch.cancel()
+                            await watch
+                if scope.cancelled_caught:
+                    return False
             except SessionExpiredError:
                 if not deleted:
                     raise

@@ -33,7 +33,7 @@ import re
 import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any
 
 import anyio
 
@@ -50,16 +50,15 @@ from ..._exceptions import (
     UnimplementedError,
 )
 from ..._session import (
-    Broadcast,
     ChangeStream,
     Client,
     PersistentWatch,
     check_client,
-    end_stream,
     run_cleanup,
 )
 from ..._types import EventType, Stat, WatchEvent
-from .._kit._lifecycle import Lifecycle, Phase
+from .._kit._feed import Feed
+from .._kit._lifecycle import Lifecycle, Phase, Resource
 from .._kit._waits import Reconnects
 
 __all__ = [
@@ -396,7 +395,7 @@ class _Stop(Exception):
     """The cache's watch ended with the client."""
 
 
-class _Cache:
+class _Cache(Resource):
     """What the three caches share: the watch, the reads, the view, the consumers."""
 
     _recursive = True
@@ -421,7 +420,6 @@ class _Cache:
         check_int(max_buffer, "max_buffer", path=path, minimum=1)
         self._client = client
         self._path = path
-        self._max_buffer = max_buffer
         self._view = _View(path, max_depth, max_cached_data, self._emit)
         kind = re.sub(r"(?<!^)(?=[A-Z])", "_", self._kind).lower()  # tree_cache
         self._tags = _telemetry.recipe_tags(client.telemetry, kind, path, client.namespace)
@@ -430,20 +428,23 @@ class _Cache:
         self._outer_reports = False
         """Kept inside another recipe, which reports the build and size (:func:`report_as`)."""
         self._life = Lifecycle(f"{self._kind} {path!r}", self._open, self._shut, restartable=False)
+        super().__init__(self._life)
         self._halting = False
         self._watch: PersistentWatch | None = None
         self._task: asyncio.Task[Any] | None = None
-        self._events: Broadcast[CacheEvent] = Broadcast(f"events of {path!r}")
-        # What a consumer that fell behind reads instead of the events it missed:
-        # OVERFLOWED, then RESYNCED with the view as it is when read.
-        self._overflow = (
-            lambda: CacheEvent(CacheEventType.OVERFLOWED, path),
-            lambda: CacheEvent(CacheEventType.RESYNCED, path, snapshot=self.snapshot()),
+        self._feed: Feed[CacheEvent] = Feed(
+            self._life,
+            f"events of {path!r}",
+            path,
+            max_buffer=max_buffer,
+            initialized_mark=lambda: self._mark(CacheEventType.INITIALIZED),
+            # What a consumer that fell behind reads instead of the events it
+            # missed: OVERFLOWED, then RESYNCED with the view as it is when read.
+            overflow=(
+                lambda: CacheEvent(CacheEventType.OVERFLOWED, path),
+                lambda: CacheEvent(CacheEventType.RESYNCED, path, snapshot=self.snapshot()),
+            ),
         )
-        self._initialized = False
-        self._failure: BaseException | None = None
-        self._stopped = False
-        self._changed = asyncio.Event()
         # Set by the state listener, read by the cache's task.
         self._reconnects = Reconnects(client, self._on_reconnected, on_lost=self._on_lost)
         self._repair_due = False
@@ -456,9 +457,9 @@ class _Cache:
         phase = self._life.phase
         if phase is Phase.CLOSED:
             state = "closed"
-        elif isinstance(self._failure, ClientClosedError):
+        elif isinstance(self._feed.failure, ClientClosedError):
             state = "client closed"
-        elif self._failure is not None:
+        elif self._feed.failure is not None:
             state = "failed"
         elif phase is Phase.STARTED and self._repairing:
             state = "resyncing"
@@ -482,7 +483,7 @@ class _Cache:
     @property
     def initialized(self) -> bool:
         """Whether the first complete view has been built."""
-        return self._initialized
+        return self._feed.initialized
 
     def get(self, path: str | None = None) -> Entry | None:
         """``(data, stat)`` of a node in the view (default: the cache's node), or
@@ -553,64 +554,24 @@ class _Cache:
         raises the error the cache stopped on. ``aclose()`` (or ``async with``)
         stops listening.
         """
-        limit = self._max_buffer if max_buffer is None else max_buffer
-        check_int(limit, "max_buffer", path=self._path, minimum=1)
-        if self._stopped or self._life.closed:
-            ended: ChangeStream[CacheEvent] = ChangeStream(
-                max_buffer=limit, name=f"events of {self._path!r}"
-            )
-            end_stream(ended, self._failure)
-            return ended
-        first = [self._mark(CacheEventType.INITIALIZED)] if self._initialized else []
-        return self._events.subscribe(max_buffer=limit, overflow=self._overflow, first=first)
+        return self._feed.events(max_buffer)
 
     def add_listener(self, callback: Callable[[CacheEvent], object]) -> None:
         """Call ``callback(event)`` for every event from now on, in order, from the
         cache's task (a callback must not block; its errors are logged)."""
-        self._events.add_listener(callback, self._path)
+        self._feed.add_listener(callback)
 
     def remove_listener(self, callback: Callable[[CacheEvent], object]) -> None:
         """Stop calling ``callback``; one that is not registered is ignored."""
-        self._events.remove_listener(callback)
+        self._feed.remove_listener(callback)
 
     def _mark(self, kind: CacheEventType) -> CacheEvent:
         return CacheEvent(kind, self._path, snapshot=self._view.snapshot())
 
     def _emit(self, event: CacheEvent) -> None:
-        self._events.publish(event)
-
-    def _signal(self) -> None:
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
+        self._feed.publish(event)
 
     # --- life cycle -------------------------------------------------------------------------
-
-    async def start(self) -> None:
-        """Add the watch, build the view, and keep it current until :meth:`aclose`.
-
-        Returns once the view is built (a node that does not exist yet makes an
-        empty view). Raises :class:`UnimplementedError` on a server without
-        persistent watches (ZooKeeper < 3.6), and the error a read failed with
-        (such as NoAuthError); nothing is left running then, and the cache is
-        closed. RuntimeError if started before, RecipeClosedError once closed
-        (also when :meth:`aclose` comes while this waits).
-        """
-        await self._life.start()
-
-    async def aclose(self) -> None:
-        """Stop: remove the server's watch, stop the task; iterators from
-        :meth:`events` end (after what they buffered). The view stays readable.
-
-        Cancels a :meth:`start` under way. Idempotent, and fine before :meth:`start`.
-        """
-        await self._life.aclose()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     async def _open(self) -> None:
         """The opening (see :class:`Lifecycle`): the watch, the task, the first view."""
@@ -663,17 +624,14 @@ class _Cache:
             await asyncio.wait([task])  # unlike awaiting it, never swallows our own cancellation
         await self._close_watch()
 
-    async def wait_initialized(self) -> None:
-        """Wait until the first complete view is built (at once if it is).
+    async def wait_initialized(self, *, timeout: float | None = None) -> bool:
+        """Wait until the first complete view is built (at once if it is): True;
+        False if ``timeout`` passed first.
 
         Raises the error the cache stopped on, ClientClosedError if its client
         closed first, RecipeClosedError if it was closed first.
         """
-        while not self._initialized:
-            if self._failure is not None:
-                raise self._failure
-            self._life.check_open()
-            await self._changed.wait()
+        return await self._feed.wait_initialized(timeout=timeout)
 
     async def _close_watch(self) -> None:
         watch, self._watch = self._watch, None
@@ -683,12 +641,8 @@ class _Cache:
     def _finish(self, failure: BaseException | None, *, tell_consumers: bool = True) -> None:
         """The cache stops keeping its view: end the consumers (raising ``failure``
         to them if ``tell_consumers``), wake the waiters."""
-        if failure is not None and self._failure is None:
-            self._failure = failure
-        self._stopped = True
         self._reconnects.stop()
-        self._events.close(failure if tell_consumers else None)
-        self._signal()
+        self._feed.stop(failure, tell_consumers=tell_consumers)
 
     def _fail(self, error: BaseException) -> None:
         self._finish(error)
@@ -764,11 +718,9 @@ class _Cache:
 
     def _settled(self) -> None:
         """Nothing left to read: the view is complete (or repaired)."""
-        if not self._initialized:
-            self._initialized = True
+        if not self._feed.initialized:
             self._repairing = False
-            self._emit(self._mark(CacheEventType.INITIALIZED))
-            self._signal()
+            self._feed.built()
         elif self._repairing:
             self._repairing = False
             self._counts["resyncs"] += 1
@@ -879,6 +831,14 @@ class TreeCache(_Cache):
     changes stop, the view equals the server's tree. After a reconnection or
     a new session the view is repaired (each node's Stat is checked, and only
     what moved is read again), then RESYNCED.
+
+    ``start()`` adds the watch and returns once the view is built (a node that
+    does not exist yet makes an empty view). It raises UnimplementedError on a
+    server without persistent watches (ZooKeeper < 3.6), or the error a read
+    failed with (such as NoAuthError), and the cache is closed then: a cache
+    starts once. ``aclose()`` removes the watch; :meth:`events` iterators end
+    after what they buffered, and the view stays readable. The same holds for
+    a ChildrenCache and a NodeCache.
     """
 
     _kind = "TreeCache"

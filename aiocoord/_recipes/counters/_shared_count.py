@@ -28,7 +28,7 @@ from ..._exceptions import (
 from ..._session import Broadcast, ChangeStream, Client, Watch, run_cleanup, track_sends
 from ..._types import ACL, Codec, Stat
 from .._kit._args import recipe_path
-from .._kit._lifecycle import Lifecycle
+from .._kit._lifecycle import Lifecycle, Resource
 from .._kit._waits import Reconnects
 
 __all__ = ["SharedCount", "VersionedValue"]
@@ -49,7 +49,7 @@ class VersionedValue(Generic[T]):
     value: T
 
 
-class SharedCount:
+class SharedCount(Resource):
     """An int kept in one znode, with local reads and change notifications.
 
     ``async with SharedCount(client, path, seed) as count:`` creates the node
@@ -66,6 +66,11 @@ class SharedCount:
     Bytes that are not a 4-byte count make ``start()`` raise
     :class:`CorruptValueError`; once started, such a value is logged as a
     warning and skipped, and ``count`` keeps the last good one.
+
+    ``start()`` creates the node with the seed if it is missing, reads it and
+    starts watching; a failed start may be tried again. ``aclose()`` stops
+    watching and ends ``changes()`` iterators; the node stays (it is the
+    count's, not this object's).
     """
 
     def __init__(
@@ -84,6 +89,7 @@ class SharedCount:
         self._changes: Broadcast[int] = Broadcast(f"count {path!r}")
         self._watcher: asyncio.Task[None] | None = None
         self._life = Lifecycle(f"shared count {path!r}", self._open, self._shut)
+        super().__init__(self._life)
         self._reconnects = Reconnects(client, self._on_reconnected)
         self._reconnected = asyncio.Event()
         """Set on each reconnection: the value must be read again and announced."""
@@ -115,23 +121,6 @@ class SharedCount:
         return Codec.INT.decode(data, self.path)
 
     # --- life cycle -------------------------------------------------------------
-
-    async def start(self) -> None:
-        """Create the node with the seed if needed, read it, and start watching.
-
-        Raises :class:`CorruptValueError` if the node holds something else
-        than a count; nothing is left running then, and ``start()`` may be
-        called again later. RuntimeError if started already,
-        RecipeClosedError once closed (also when :meth:`aclose` comes while
-        this waits: a create not yet sent is never sent).
-        """
-        await self._life.start()
-
-    async def aclose(self) -> None:
-        """Stop watching; iterators from :meth:`changes` end. Cancels a :meth:`start`
-        under way; idempotent, and fine before :meth:`start`. The node stays (it is
-        the count's, not this object's)."""
-        await self._life.aclose()
 
     async def _open(self) -> None:
         """The opening (see :class:`Lifecycle`)."""
@@ -206,13 +195,6 @@ class SharedCount:
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
         self._changes.close()
-
-    async def __aenter__(self) -> SharedCount:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     # --- the watcher --------------------------------------------------------------
 

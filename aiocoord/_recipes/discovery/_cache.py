@@ -19,13 +19,14 @@ import logging
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, Self
+from typing import Any, Protocol
 
 from ... import _paths, _telemetry
 from ..._checks import check_int
 from ..._exceptions import ClientClosedError, CorruptValueError
-from ..._session import Broadcast, ChangeStream, Client, end_stream
-from .._kit._lifecycle import Lifecycle, Phase
+from ..._session import ChangeStream, Client
+from .._kit._feed import Feed
+from .._kit._lifecycle import Lifecycle, Phase, Resource
 from ..caches import CacheEvent, CacheEventType, ChildrenCache, report_as
 from ._instance import ServiceInstance, check_node_name
 
@@ -84,7 +85,7 @@ class ServiceCacheEvent:
     instances: tuple[ServiceInstance, ...] | None = None
 
 
-class ServiceCache:
+class ServiceCache(Resource):
     """The instances of one service, kept current on one watch (Curator's ServiceCache).
 
     Made by :meth:`ServiceDiscovery.cache`: ``async with discovery.cache("api")
@@ -98,6 +99,11 @@ class ServiceCache:
     (a burst may be read once: intermediate versions can be skipped, never the
     last one). After a reconnection or a new session the view is checked
     against the server and repaired, then RESYNCED.
+
+    ``start()`` returns once the view is built (a service with no node yet is
+    an empty view); a failed start raises the error of the first read and
+    closes the cache. ``aclose()`` stops following the server: :meth:`events`
+    iterators end after what they buffered, and the view stays readable.
     """
 
     def __init__(
@@ -111,7 +117,6 @@ class ServiceCache:
         self._path = discovery.path_of(name)
         check_int(max_buffer, "max_buffer", path=self._path, minimum=1)
         self._discovery = discovery
-        self._max_buffer = max_buffer
         self._inner = ChildrenCache(discovery.client, self._path, max_buffer=_INNER_BUFFER)
         self._report_as("service_cache")
         self._view: dict[str, ServiceInstance] = {}
@@ -119,25 +124,28 @@ class ServiceCache:
         """Changes with every change of the view (each ADDED, UPDATED, REMOVED)."""
         self._corrupt: set[str] = set()
         """Node names whose data is not an instance (warned about once each)."""
-        self._events: Broadcast[ServiceCacheEvent] = Broadcast(f"instances of {self._path!r}")
-        self._overflow = (
-            lambda: ServiceCacheEvent(ServiceCacheEventType.OVERFLOWED),
-            lambda: self._mark(ServiceCacheEventType.RESYNCED),
-        )
-        self._initialized = False
-        self._ready = asyncio.Event()
-        self._changed = asyncio.Event()
-        self._failure: BaseException | None = None
-        self._stopped = False
         self._task: asyncio.Task[Any] | None = None
         self._life = Lifecycle(
             f"service cache {self._path!r}", self._open, self._shut, restartable=False
+        )
+        super().__init__(self._life)
+        self._feed: Feed[ServiceCacheEvent] = Feed(
+            self._life,
+            f"instances of {self._path!r}",
+            self._path,
+            max_buffer=max_buffer,
+            initialized_mark=lambda: self._mark(ServiceCacheEventType.INITIALIZED),
+            overflow=(
+                lambda: ServiceCacheEvent(ServiceCacheEventType.OVERFLOWED),
+                lambda: self._mark(ServiceCacheEventType.RESYNCED),
+            ),
         )
 
     def __repr__(self) -> str:
         life = getattr(self, "_life", None)
         state = "new" if life is None else life.phase.value
-        if life is not None and life.phase is Phase.STARTED and self._failure is not None:
+        feed = getattr(self, "_feed", None)
+        if life is not None and life.phase is Phase.STARTED and feed and feed.failure is not None:
             state = "failed"
         return (
             f"<ServiceCache {getattr(self, '_path', '?')!r} {state} "
@@ -159,7 +167,7 @@ class ServiceCache:
     @property
     def initialized(self) -> bool:
         """Whether the first complete view has been built."""
-        return self._initialized
+        return self._feed.initialized
 
     def instances(self) -> list[ServiceInstance]:
         """Every instance in the view now, sorted by id (disabled ones included)."""
@@ -193,25 +201,16 @@ class ServiceCache:
         the events from there on. Iteration ends when the cache closes, or
         raises the error it stopped on.
         """
-        limit = self._max_buffer if max_buffer is None else max_buffer
-        check_int(limit, "max_buffer", path=self._path, minimum=1)
-        if self._stopped or self._life.closed:
-            ended: ChangeStream[ServiceCacheEvent] = ChangeStream(
-                max_buffer=limit, name=f"instances of {self._path!r}"
-            )
-            end_stream(ended, self._failure)
-            return ended
-        first = [self._mark(ServiceCacheEventType.INITIALIZED)] if self._initialized else []
-        return self._events.subscribe(max_buffer=limit, overflow=self._overflow, first=first)
+        return self._feed.events(max_buffer)
 
     def add_listener(self, callback: Callable[[ServiceCacheEvent], object]) -> None:
         """Call ``callback(event)`` for every event from now on, in order, from the
         cache's task (a callback must not block; its errors are logged)."""
-        self._events.add_listener(callback, self._path)
+        self._feed.add_listener(callback)
 
     def remove_listener(self, callback: Callable[[ServiceCacheEvent], object]) -> None:
         """Stop calling ``callback``; one that is not registered is ignored."""
-        self._events.remove_listener(callback)
+        self._feed.remove_listener(callback)
 
     def _report_as(self, kind: str) -> None:
         """Label this cache's telemetry as recipe ``kind`` (a provider's cache reports
@@ -225,44 +224,12 @@ class ServiceCache:
 
     # --- life cycle ------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Build the view and keep it current until :meth:`aclose`.
-
-        Returns once the view is built (a service with no node yet is an empty
-        view). Raises the error the first read failed with (the cache is
-        closed then), RuntimeError if started before, RecipeClosedError once
-        closed (also when :meth:`aclose` comes while this waits).
-        """
-        await self._life.start()
-
-    async def aclose(self) -> None:
-        """Stop following the server; iterators from :meth:`events` end (after what
-        they buffered). The view stays readable. Idempotent, and fine before
-        :meth:`start`."""
-        await self._life.aclose()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    async def wait_initialized(self) -> None:
-        """Wait until the first complete view is built (at once if it is). Raises
-        the error the cache stopped on, ClientClosedError if its client closed
-        first, RecipeClosedError if it was closed first."""
-        while not self._initialized:
-            if self._failure is not None:
-                raise self._failure
-            self._life.check_open()
-            if self._stopped:
-                raise ClientClosedError("client closed")
-            await self._changed.wait()
-
-    def _signal(self) -> None:
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
+    async def wait_initialized(self, *, timeout: float | None = None) -> bool:
+        """Wait until the first complete view is built (at once if it is): True;
+        False if ``timeout`` passed first. Raises the error the cache stopped on,
+        ClientClosedError if its client closed first, RecipeClosedError if it
+        was closed first."""
+        return await self._feed.wait_initialized(timeout=timeout)
 
     async def _open(self) -> None:
         with _telemetry.span("aiocoord.cache.build", self._tags) as op:
@@ -298,12 +265,8 @@ class ServiceCache:
             await asyncio.wait([task])
 
     def _finish(self, failure: BaseException | None) -> None:
-        if failure is not None and self._failure is None:
-            self._failure = failure
-        self._stopped = True
         _telemetry.track_cache(self, self._tags, tracked=False)
-        self._events.close(failure)
-        self._signal()
+        self._feed.stop(failure)
 
     async def _follow(self, stream: ChangeStream[CacheEvent]) -> None:
         """Turn the children cache's events into ours, in order, until it ends."""
@@ -340,12 +303,9 @@ class ServiceCache:
                     self._view[key] = fresh[key]
                     self._publish(ServiceCacheEventType.UPDATED, fresh[key])
             if kind is CacheEventType.INITIALIZED:
-                if not self._initialized:
-                    self._initialized = True
-                    self._events.publish(self._mark(ServiceCacheEventType.INITIALIZED))
-                    self._signal()
+                self._feed.built()
             else:
-                self._events.publish(self._mark(ServiceCacheEventType.RESYNCED))
+                self._feed.publish(self._mark(ServiceCacheEventType.RESYNCED))
             return
         if kind is CacheEventType.OVERFLOWED or event.path == self._path:
             return  # the service's own node: its instances' events tell the story
@@ -384,7 +344,7 @@ class ServiceCache:
     def _publish(self, kind: ServiceCacheEventType, instance: ServiceInstance) -> None:
         # Every change of the view is published here, right after it is made.
         self._version += 1
-        self._events.publish(ServiceCacheEvent(kind, instance))
+        self._feed.publish(ServiceCacheEvent(kind, instance))
 
 
 def relabel(cache: ServiceCache, kind: str) -> _telemetry.Tags:

@@ -25,7 +25,7 @@ import logging
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 
 from ... import _paths, _telemetry
 from ..._checks import check_recipe_acl
@@ -50,7 +50,8 @@ from ..._session import (
     track_sends,
 )
 from ..._types import ACL
-from .._kit._lifecycle import Lifecycle
+from .._kit._children import read_children
+from .._kit._lifecycle import Lifecycle, Resource
 from .._kit._waits import Reconnects
 from ._cache import DEFAULT_MAX_BUFFER, ServiceCache
 from ._instance import ServiceInstance, ServiceType, check_node_name
@@ -81,7 +82,7 @@ class _Registration:
         return self.instance.service_type is ServiceType.DYNAMIC
 
 
-class ServiceDiscovery:
+class ServiceDiscovery(Resource):
     """Registers service instances under ``base_path`` and finds them (Curator's
     ``ServiceDiscovery``, same layout and JSON: Java and Python services find
     each other).
@@ -102,6 +103,11 @@ class ServiceDiscovery:
 
     ``acl`` (default: the client's ``default_acl``) is the ACL of the instance
     nodes and of the missing parents made for them.
+
+    ``start()`` registers ``instance``, if given, and starts keeping
+    registrations; a failed start leaves nothing registered and may be tried
+    again. :meth:`aclose` closes the caches and providers made from this
+    object before it unregisters.
     """
 
     def __init__(
@@ -126,6 +132,7 @@ class ServiceDiscovery:
         self._first = instance
         self._registered: dict[tuple[str, str], _Registration] = {}
         self._life = Lifecycle(f"service discovery {base_path!r}", self._open, self._shut)
+        super().__init__(self._life)
         self._reconnects = Reconnects(client, self._on_reconnected)
         self._recheck = asyncio.Event()
         self._keeper: asyncio.Task[Any] | None = None
@@ -201,30 +208,6 @@ class ServiceDiscovery:
         )
 
     # --- life cycle ---------------------------------------------------------------------------
-
-    async def start(self) -> None:
-        """Start keeping registrations (and register ``instance``, if given).
-
-        RuntimeError if started before, RecipeClosedError once closed (also when
-        :meth:`aclose` comes while this waits). A start that fails leaves
-        nothing registered, and may be tried again.
-        """
-        await self._life.start()
-
-    async def aclose(self) -> None:
-        """Close the caches and providers made from this object, then unregister the
-        DYNAMIC and STATIC instances it registered (PERMANENT ones stay).
-
-        Cancels a :meth:`start` under way. Idempotent, and fine before :meth:`start`.
-        """
-        await self._life.aclose()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     async def _open(self) -> None:
         self._reconnects.listen()
@@ -505,31 +488,12 @@ class ServiceDiscovery:
         """The instances of service ``name``, sorted by id (one round trip for
         their data). A node that does not hold an instance is left out, with a
         warning in the log."""
-        path = self.path_of(name)
-        client = self._client
-        try:
-            ids = await retry_on_connection_loss(client, lambda: client.children(path))
-        except NoNodeError:
-            return []
-
-        async def read_all() -> list[Any]:
-            pipeline = client.pipeline()
-            for instance_id in ids:
-                pipeline.get(_paths.join(path, instance_id))
-            return await pipeline.execute()
-
-        results = await retry_on_connection_loss(client, read_all) if ids else []
         found = []
-        for instance_id, result in zip(ids, results, strict=True):
-            node = _paths.join(path, instance_id)
-            if isinstance(result, NoNodeError):
-                continue
-            if isinstance(result, BaseException):
-                raise result
+        for child in await read_children(self._client, self.path_of(name)):
             try:
-                found.append(ServiceInstance.from_json(result[0], path=node))
+                found.append(ServiceInstance.from_json(child.data, path=child.path))
             except CorruptValueError as error:
-                log.warning("service discovery: skipping %r: %s", node, error)
+                log.warning("service discovery: skipping %r: %s", child.path, error)
         return sorted(found, key=lambda instance: instance.id)
 
     async def instance(self, name: str, instance_id: str) -> ServiceInstance | None:

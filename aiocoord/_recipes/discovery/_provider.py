@@ -10,19 +10,18 @@ step (#26).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import math
 import random
 from collections.abc import AsyncIterator
-from typing import Self
 
 import anyio
 
 from ... import _telemetry
 from ..._checks import check_int, check_seconds, check_timeout
 from ..._exceptions import ArgumentTypeError, OperationTimeoutError
-from .._kit._lifecycle import Lifecycle, Phase
+from .._kit._lifecycle import Lifecycle, Phase, Resource
+from .._kit._pulse import Pulse
 from .._kit._waits import Deadline
 from ._cache import ServiceCache, ServiceCacheEvent, relabel
 from ._instance import ServiceInstance
@@ -40,7 +39,7 @@ _REPORT_EVERY = 256
 costs a few hundred nanoseconds, an ``add`` to the API (even with no SDK) as much."""
 
 
-class ServiceProvider:
+class ServiceProvider(Resource):
     """Picks instances of one service (Curator's ServiceProvider), from a
     :class:`ServiceCache` it starts and closes with itself.
 
@@ -57,6 +56,10 @@ class ServiceProvider:
     ``down_timeout`` seconds of its first: Curator's DownInstancePolicy (2
     errors, 30 s). In-flight counts are this provider's own: other clients'
     requests are not seen.
+
+    ``start()`` starts the cache: picks may begin once its view is built.
+    ``aclose()`` closes it, and waiting :meth:`using` calls raise
+    RecipeClosedError. A provider starts once.
     """
 
     def __init__(
@@ -86,10 +89,11 @@ class ServiceProvider:
         self._candidates: tuple[ServiceInstance, ...] = ()
         self._built_from: tuple[int, int] | None = None
         self._valid_until = math.inf
-        self._changed = asyncio.Event()
+        self._changed = Pulse()
         self._life = Lifecycle(
             f"service provider {path!r}", self._open, self._shut, restartable=False
         )
+        super().__init__(self._life)
         self._tags = relabel(cache, "service_provider")
         # Picks are counted here and added to the counter in batches (see _REPORT_EVERY):
         # when candidates are rebuilt, a using() block ends, an error is noted, at close.
@@ -230,35 +234,13 @@ class ServiceProvider:
                     f"no instance of {self._cache.path!r} to pick within {timeout:g} s"
                 )
             waits = [w for w in (deadline.remaining(), self._down.next_change()) if w is not None]
-            changed = self._changed
             with anyio.move_on_after(min(waits) if waits else None):
-                await changed.wait()
+                await self._changed.wait()
 
     def _on_event(self, _event: ServiceCacheEvent) -> None:
-        self._signal()
-
-    def _signal(self) -> None:
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
+        self._changed.fire()
 
     # --- life cycle ----------------------------------------------------------------------
-
-    async def start(self) -> None:
-        """Start the cache (its view built): picks may begin. RuntimeError if
-        started before, RecipeClosedError once closed."""
-        await self._life.start()
-
-    async def aclose(self) -> None:
-        """Close the cache; waiting :meth:`using` calls raise RecipeClosedError.
-        Idempotent, and fine before :meth:`start`."""
-        await self._life.aclose()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     async def _open(self) -> None:
         self._cache.add_listener(self._on_event)
@@ -272,4 +254,4 @@ class ServiceProvider:
         self._report_picks()
         self._cache.remove_listener(self._on_event)
         await self._cache.aclose()
-        self._signal()
+        self._changed.fire()

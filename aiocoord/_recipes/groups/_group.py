@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 
 from ... import _paths, _telemetry
-from ..._checks import check_bytes, check_recipe_acl
+from ..._checks import check_bytes, check_recipe_acl, check_timeout
 from ..._exceptions import (
     ArgumentTypeError,
     BadVersionError,
@@ -43,16 +43,17 @@ from ..._session import (
     ChangeStream,
     Client,
     ConnectionState,
-    call_with_retry,
     retry_on_connection_loss,
     run_cleanup,
     track_sends,
 )
 from ..._types import ACL, Stat, WatchEvent
 from .._kit._args import generated_participant_id, recipe_path
+from .._kit._children import read_children
 from .._kit._follow import Rereads, follow_subtree
-from .._kit._lifecycle import Lifecycle, Phase
+from .._kit._lifecycle import Lifecycle, Phase, Resource
 from .._kit._participants import Participant
+from .._kit._pulse import Pulse
 from .._kit._waits import wait_gone, wait_out_session
 
 __all__ = ["GroupMember"]
@@ -90,7 +91,7 @@ def _member_id(path: str, member_id: object) -> str:
     return member_id
 
 
-class GroupMember:
+class GroupMember(Resource):
     """Membership of one group: our own node in it, and a view of everyone's.
 
     ``async with GroupMember(client, "/services/api", participant_id="host-1",
@@ -113,6 +114,12 @@ class GroupMember:
 
     ``acl`` (default: the client's ``default_acl``) is the ACL of our node and
     of the missing group path and parents made for it.
+
+    ``start()`` creates our node (or adopts it, if our own session already has
+    it); MemberIdInUseError, having created nothing, if another session holds
+    the id (its node is left alone) or another running member of this client
+    does. A failed start may be tried again. ``aclose()`` stops keeping the
+    node, deletes it, and ends ``changes()`` iterators.
     """
 
     def __init__(
@@ -135,6 +142,7 @@ class GroupMember:
         self._node = f"{path}/{participant_id}"
         self._data = b"" if data is None else self._checked(data)
         self._life = Lifecycle(f"group member {self._node!r}", self._open, self._shut)
+        super().__init__(self._life)
         self._listeners: Broadcast[list[Participant]] = Broadcast(f"members of {path!r}")
         self._follower: asyncio.Task[Any] | None = None
         """The task feeding the listeners from one :meth:`changes` stream."""
@@ -148,8 +156,8 @@ class GroupMember:
         self._keeper: asyncio.Task[Any] | None = None
         self._writing = asyncio.Lock()
         """Serialises our writes to the node (create, adopt, update)."""
-        self._signal = asyncio.Event()
-        """Set (and replaced) whenever ``is_member``, the failure or the phase changes."""
+        self._signal = Pulse()
+        """Fired whenever ``is_member``, the failure or the phase changes."""
         self._observers: set[Rereads] = set()
         tags = _telemetry.recipe_tags(client.telemetry, "group_member", path, client.namespace)
         span_attributes = {**tags.span_attributes, "aiocoord.participant_id": participant_id}
@@ -200,8 +208,7 @@ class GroupMember:
         return value
 
     def _changed(self) -> None:
-        signal, self._signal = self._signal, asyncio.Event()
-        signal.set()
+        self._signal.fire()
         for observer in list(self._observers):
             observer.wake()
 
@@ -211,28 +218,6 @@ class GroupMember:
             self._changed()
 
     # --- joining and leaving --------------------------------------------------------------
-
-    async def start(self) -> None:
-        """Join: create our node (or adopt it, if our own session already has it).
-
-        Raises :class:`MemberIdInUseError`, having created nothing, if another
-        session holds the id (its node is left alone), or another running
-        member on this client does. On any error or cancellation a node we
-        made is deleted, and ``start()`` may be tried again later.
-        RuntimeError if already started, RecipeClosedError once closed (also
-        when :meth:`aclose` comes while this waits).
-        """
-        await self._life.start()
-
-    async def aclose(self) -> None:
-        """Leave: stop keeping our node, then delete it (shielded, time-bounded).
-
-        Cancels a :meth:`start` under way; once this returns our node is gone
-        and will not appear later (a create still in flight is looked for and
-        deleted first). Idempotent, and fine before :meth:`start`. Iterators
-        from :meth:`changes` end. A closed member cannot start again.
-        """
-        await self._life.aclose()
 
     async def _open(self) -> None:
         """The opening (see :class:`Lifecycle`): make our node, start keeping it."""
@@ -280,13 +265,6 @@ class GroupMember:
             keeper.cancel()
             await asyncio.wait([keeper])  # unlike awaiting it, never swallows our own cancellation
         await self._delete_own()
-
-    async def __aenter__(self) -> GroupMember:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     def _on_state(self, state: ConnectionState) -> None:
         if state is ConnectionState.LOST:
@@ -490,22 +468,26 @@ class GroupMember:
             except BadVersionError:
                 continue  # set by someone else meanwhile: look again
 
-    async def wait_member(self) -> None:
-        """Wait until our node is believed to exist (at once if it is).
+    async def wait_member(self, *, timeout: float | None = None) -> bool:
+        """Wait until our node is believed to exist (at once if it is): True; False
+        if ``timeout`` passed first.
 
         For after an outage: returns once the node is back. Raises
         MemberIdInUseError if another session took our id (we will not be a
         member again), RuntimeError if the member is not started,
         RecipeClosedError once it is closed.
         """
-        while True:
-            self._check_failure()
-            self._life.check_open()
-            if self._life.phase is Phase.NEW:
-                raise RuntimeError(f"group member {self._node!r} is new: start() it first")
-            if self._is_member:
-                return
-            await self._signal.wait()
+        seconds = check_timeout(timeout, path=self._node)
+        with anyio.move_on_after(seconds):
+            while True:
+                self._check_failure()
+                self._life.check_open()
+                if self._life.phase is Phase.NEW:
+                    raise RuntimeError(f"group member {self._node!r} is new: start() it first")
+                if self._is_member:
+                    return True
+                await self._signal.wait()
+        return False
 
     # --- the group ------------------------------------------------------------------------
 
@@ -520,31 +502,11 @@ class GroupMember:
         it was read. This member's own id is there even when its node is not
         (before :meth:`start`, while its node is being made again), with the
         data it publishes; after :meth:`aclose` it has left, and is listed
-        only if its node is (another session's). Connection loss and session
-        expiry are retried under the client's policy.
+        only if its node is (another session's). Connection loss is retried
+        under the client's policy; any other failed read raises.
         """
-        client = self._client
-        group = self._group
-
-        async def read() -> list[Participant]:
-            try:
-                names = await client.children(group)
-            except NoNodeError:
-                return []  # no group yet
-            names.sort()
-            pipeline = client.pipeline()
-            for name in names:
-                pipeline.get(_paths.join(group, name))
-            found: list[Participant] = []
-            for name, result in zip(names, await pipeline.execute(), strict=True):
-                if isinstance(result, NoNodeError):
-                    continue  # left since the listing
-                if isinstance(result, Exception):
-                    raise result
-                found.append(Participant(name, _paths.join(group, name), result[0], True))
-            return found
-
-        found = await call_with_retry(client.retry_policy, read)
+        children = await read_children(self._client, self._group, select=sorted)
+        found = [Participant(c.name, c.path, c.data, True) for c in children]
         if self._life.closed or any(p.id == self._id for p in found):
             return found
         found.append(Participant(self._id, self._node, self._data, True))

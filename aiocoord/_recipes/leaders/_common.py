@@ -48,6 +48,7 @@ from ..._exceptions import (
 )
 from ..._session import Client, ErrorPolicy, check_error_policy, retry_on_connection_loss
 from .._kit._args import generated_participant_id, recipe_path
+from .._kit._children import read_children
 from .._kit._contenders import LOCK_NAME, sequence_key
 from .._kit._holding import Hold
 from .._kit._participants import Participant
@@ -242,35 +243,23 @@ async def participants(client: Client, path: str, lock_name: str) -> list[Partic
     """The participants under ``path`` in queue order (their data read in one
     round trip); the leader's entry has its fencing token."""
 
-    async def read() -> list[Participant]:
-        try:
-            names = await client.children(path)
-        except NoNodeError:
-            return []
-        ordered = sorted(
+    def queued(names: list[str]) -> list[str]:
+        return sorted(
             (n for n in names if lock_name in n), key=lambda n: sequence_key(n, (lock_name,))
         )
-        if not ordered:
-            return []
-        pipeline = client.pipeline()
-        for name in ordered:
-            pipeline.get(f"{path}/{name}")
-        found: list[Participant] = []
-        for name, result in zip(ordered, await pipeline.execute(), strict=True):
-            if isinstance(result, NoNodeError):
-                continue  # it left between the listing and the read
-            if isinstance(result, Exception):
-                raise result
-            data, stat = result
-            # Java decodes with replacement too: both sides show the same id.
-            node_id = data.decode("utf-8", errors="replace")
-            first = not found
-            found.append(
-                Participant(node_id, f"{path}/{name}", data, first, stat.czxid if first else None)
-            )
-        return found
 
-    return await retry_on_connection_loss(client, read)
+    found = await read_children(client, path, select=queued)
+    # Java decodes with replacement too: both sides show the same id.
+    return [
+        Participant(
+            child.data.decode("utf-8", errors="replace"),
+            child.path,
+            child.data,
+            place == 0,
+            child.stat.czxid if place == 0 else None,
+        )
+        for place, child in enumerate(found)
+    ]
 
 
 def check_arguments(
@@ -393,7 +382,7 @@ async def priority_contender(client: Client, path: str, me: str) -> tuple[str, s
         except ConnectionLossError:
             await client.wait_connected()
             continue
-        try:
+        async with watch:
             ordered = contenders(names)
             if me not in ordered:
                 return None
@@ -412,5 +401,3 @@ async def priority_contender(client: Client, path: str, me: str) -> tuple[str, s
                 return None
             except ConnectionLossError:
                 await client.wait_connected()
-        finally:
-            watch.cancel()

@@ -26,7 +26,7 @@ from ..._session import Broadcast, ChangeStream, Client, ErrorPolicy, Fence, Tra
 from ..._types import ACL
 from .._kit._contenders import Contender
 from .._kit._holding import Hold, HoldContext, native_cancel_pending
-from .._kit._lifecycle import Lifecycle, Phase
+from .._kit._lifecycle import Lifecycle, Phase, Resource
 from .._kit._participants import Participant
 from .._kit._waits import Deadline
 from ._common import LATCH_NAME, end_term, gives_way, node_gone, settle, stop
@@ -60,7 +60,7 @@ class _LatchTerm(Hold):
         self._on_lost()
 
 
-class LeaderLatch:
+class LeaderLatch(Resource):
     """Take part in an election for as long as the latch is open (Curator's LeaderLatch).
 
     ``async with LeaderLatch(client, path, participant_id="me") as latch:``
@@ -88,6 +88,12 @@ class LeaderLatch:
 
     ``acl`` (default: the client's ``default_acl``) is the ACL of our node and
     of the missing parents made for it.
+
+    ``start()`` joins the election: our node is in the queue when it returns,
+    and a task of the client follows the queue and the connection until
+    ``aclose()``, which stops leading, deletes our node, ends ``changes()``
+    iterations and makes ``wait_leader()`` raise. A failed start leaves no
+    node and may be tried again.
     """
 
     def __init__(
@@ -119,6 +125,7 @@ class LeaderLatch:
         self._client = client
         self.path = path
         self._life = Lifecycle(f"leader latch {path!r}", self._open, self._shut)
+        super().__init__(self._life)
         self._leader = False
         self._lost = asyncio.Event()
         self._lost.set()
@@ -136,34 +143,6 @@ class LeaderLatch:
         )
 
     # --- taking part -----------------------------------------------------------------
-
-    async def start(self) -> None:
-        """Join the election: our node is in the queue when this returns.
-
-        A background task then follows the queue and the connection until
-        :meth:`aclose` (or the client closes). A latch starts once
-        (RuntimeError if started again, RecipeClosedError once closed); if
-        this raises, no node is left and it may be started again. An
-        :meth:`aclose` meanwhile makes it raise RecipeClosedError at once.
-        """
-        await self._life.start()
-
-    async def aclose(self) -> None:
-        """Leave the election: stop leading, then delete our node (shielded, bounded).
-
-        Cancels a :meth:`start` under way; once this returns, no node of ours
-        is in the queue, nor will one appear later (a create still in flight
-        is found by its marker and deleted first). Idempotent, and fine before
-        :meth:`start`. ``changes()`` iterations end; ``wait_leader()`` raises.
-        """
-        await self._life.aclose()
-
-    async def __aenter__(self) -> LeaderLatch:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     async def _open(self) -> None:
         """The opening (see :class:`Lifecycle`): queue up, start following the queue."""

@@ -49,6 +49,7 @@ from ..._session import (
 )
 from ..._types import ACL, Codec, Stat
 from .._kit._args import generated_participant_id, recipe_path
+from .._kit._children import read_children
 from .._kit._contenders import sort_contenders
 from .._kit._holding import Hold, HoldContext
 
@@ -226,24 +227,15 @@ class Lease:
     ) -> tuple[bool, tuple[str, int, int] | None]:
         """Decide who holds: (we won, or the node of ours to adopt)."""
         client = self._client
-        if names is None:
-            names = await retry_on_connection_loss(client, lambda: client.children(self.path))
-        ordered = sort_contenders(names, (_NAME,))
-        ahead = ordered[: ordered.index(mine)] if mine in ordered else ordered
-        if not ahead:
-            return True, None
-        pipeline = client.pipeline()
-        for name in ahead:
-            pipeline.get(f"{self.path}/{name}")
-        results = await pipeline.execute()
+
+        def ahead_of_mine(listed: list[str]) -> list[str]:
+            ordered = sort_contenders(listed, (_NAME,))
+            return ordered[: ordered.index(mine)] if mine in ordered else ordered
+
+        ahead = await read_children(client, self.path, select=ahead_of_mine, listing=names)
         now = my_stat.ctime  # the server's clock, just now
-        for name, result in zip(ahead, results, strict=True):
-            if isinstance(result, NoNodeError):
-                continue
-            if isinstance(result, Exception):
-                raise result
-            data, stat = result
-            path = f"{self.path}/{name}"
+        for child in ahead:
+            data, stat, path = child.data, child.stat, child.path
             # A node that is not a lease (written by another program) is not
             # judged, nor deleted: CorruptValueError names it, for whoever
             # put it there to remove it.

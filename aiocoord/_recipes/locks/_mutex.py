@@ -10,6 +10,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import anyio
+
 from ... import _paths, _telemetry
 from ..._checks import check_bytes, check_flag, check_int, check_recipe_acl, check_timeout
 from ..._exceptions import (
@@ -32,6 +34,7 @@ from ..._session import (
 )
 from ..._types import ACL
 from .._kit._args import default_node_data, recipe_path
+from .._kit._children import read_children
 from .._kit._contenders import (
     LOCK_NAME,
     READ_LOCK_NAME,
@@ -107,17 +110,16 @@ async def _watch_revocation(client: Client, node: str, hold: _LockHold) -> None:
                 continue  # still cut off: the session may yet come back, or end
             except (NoNodeError, SessionExpiredError, ClientClosedError):
                 return  # released, or gone with the session (the hold's loss tells that)
-            try:
+            async with watch:
                 if data == REVOKE_MESSAGE:
                     log.info("lock node %r: revocation requested", node)
                     hold.revoke_requested.set()
                     return
                 hold.revocation_read.set()
-                await watch  # a change or the delete: read again
-            except (SessionExpiredError, ClientClosedError):
-                return
-            finally:
-                watch.cancel()
+                try:
+                    await watch  # a change or the delete: read again
+                except (SessionExpiredError, ClientClosedError):
+                    return
     finally:
         hold.revocation_read.set()
 
@@ -498,8 +500,9 @@ class Mutex:
         hold = self._holds.get(current_task())
         return hold is not None and hold.revoke_requested.is_set()
 
-    async def wait_revoked(self) -> None:
-        """Wait until someone asks the calling task to give the lock up.
+    async def wait_revoked(self, *, timeout: float | None = None) -> bool:
+        """Wait until someone asks the calling task to give the lock up: True; False
+        if ``timeout`` passed first.
 
         Returns at once if the request came while the task was still queued
         (``acquire`` returns only after looking).
@@ -507,12 +510,16 @@ class Mutex:
         the Mutex is ``revocable``. The hold is looked up as :meth:`wait_lost`
         does, so a holder may hand this wait to a task of its own too.
         """
+        seconds = check_timeout(timeout, path=self.path)
         hold = self._hold_to_watch()
         if not self._revocable:
             raise InvalidArgumentError(
                 "revocable", "this lock was made without revocable=True", self.path
             )
-        await hold.wait_revoked()
+        with anyio.move_on_after(seconds):
+            await hold.wait_revoked()
+            return True
+        return False
 
     async def request_revocation(self, node: str | Participant) -> bool:
         """Ask the contender that owns ``node`` (a node of this lock, as
@@ -555,25 +562,19 @@ class Mutex:
     async def participants(self) -> list[Participant]:
         """Every contender, in queue order, with its node data; ``holds`` says which
         hold the lock (the first one; for a read-write lock, the readers with no
-        writer ahead too)."""
-        try:
-            names = await self._client.children(self.path)
-        except NoNodeError:
-            return []
-        ordered = sort_contenders(names, self._lock_names)
-        pipeline = self._client.pipeline()
-        for name in ordered:
-            pipeline.get(f"{self.path}/{name}")
-        results = await pipeline.execute()
-        present = [
-            (name, result[0])
-            for name, result in zip(ordered, results, strict=True)
-            if not isinstance(result, Exception)
-        ]
-        names = [name for name, _data in present]
+        writer ahead too).
+
+        A contender that left between the listing and the read of its data is
+        not listed; any other failed read raises."""
+        found = await read_children(
+            self._client, self.path, select=lambda n: sort_contenders(n, self._lock_names)
+        )
+        names = [child.name for child in found]
         return [
-            Participant(None, f"{self.path}/{name}", data, self._rule_for(name)(names, name).holds)
-            for name, data in present
+            Participant(
+                None, child.path, child.data, self._rule_for(child.name)(names, child.name).holds
+            )
+            for child in found
         ]
 
     def _rule_for(self, name: str) -> Rule:

@@ -22,7 +22,6 @@ from ..._checks import check_bytes, check_int, check_recipe_acl, check_timeout
 from ..._exceptions import (
     HoldLostError,
     LockLostError,
-    NoNodeError,
     NotOwnerError,
     OperationTimeoutError,
     SessionExpiredError,
@@ -40,6 +39,7 @@ from ..._session import (
 )
 from ..._types import ACL
 from .._kit._args import default_node_data, recipe_path
+from .._kit._children import read_children
 from .._kit._contenders import sort_contenders
 from .._kit._holding import Hold, HoldContext, LockHolding, LossMonitor, current_task
 from .._kit._participants import Participant
@@ -322,7 +322,7 @@ class Semaphore:
             names, _stat, watch = await retry_on_connection_loss(
                 client, lambda: client.watch_children(self._leases_path)
             )
-            try:
+            async with watch:
                 # A listing from another session than our node's says nothing
                 # of our node: it may have expired with its session.
                 if client.session_id != owner or name not in names:
@@ -335,8 +335,6 @@ class Semaphore:
                     await watch
                 if scope.cancelled_caught:
                     return False
-            finally:
-                watch.cancel()
 
     async def __aenter__(self) -> SemaphoreLease:
         leases = await self.acquire(1)
@@ -356,24 +354,13 @@ class Semaphore:
         holders, and waiters counting. ``holds`` is True for the first
         ``max_leases`` (a waiter is granted a lease once the count, its own node
         included, is within the limit, so the newest nodes are the waiting ones)."""
-        client = self._client
-        try:
-            names = await client.children(self._leases_path)
-        except NoNodeError:
-            return []
-        ordered = sort_contenders(names, (_LEASE_NAME,))
-        pipeline = client.pipeline()
-        for name in ordered:
-            pipeline.get(f"{self._leases_path}/{name}")
-        found: list[Participant] = []
-        for name, result in zip(ordered, await pipeline.execute(), strict=True):
-            if isinstance(result, NoNodeError):
-                continue  # released since the listing
-            if isinstance(result, Exception):
-                raise result
-            node = f"{self._leases_path}/{name}"
-            found.append(Participant(None, node, result[0], len(found) < self.max_leases))
-        return found
+        found = await read_children(
+            self._client, self._leases_path, select=lambda n: sort_contenders(n, (_LEASE_NAME,))
+        )
+        return [
+            Participant(None, child.path, child.data, place < self.max_leases)
+            for place, child in enumerate(found)
+        ]
 
 
 async def _release_all(leases: Sequence[SemaphoreLease]) -> None:

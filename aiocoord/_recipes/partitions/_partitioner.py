@@ -64,15 +64,16 @@ from ..._session import (
     Fence,
     PersistentWatch,
     Transaction,
-    call_with_retry,
     retry_on_connection_loss,
     run_cleanup,
     track_sends,
 )
-from ..._types import ACL
+from ..._types import ACL, Stat
 from .._kit._args import generated_participant_id, recipe_path
-from .._kit._lifecycle import Lifecycle, Phase
+from .._kit._children import read_children, read_children_and
+from .._kit._lifecycle import Lifecycle, Phase, Resource
 from .._kit._participants import Participant
+from .._kit._pulse import Pulse
 from .._kit._waits import wait_out_session
 from ._rules import assign, parse_items
 
@@ -193,7 +194,7 @@ def _member_weight(data: bytes) -> float | None:
     return weight if math.isfinite(weight) and weight > 0 else None
 
 
-class Partitioner:
+class Partitioner(Resource):
     """One member of a group that splits ``items`` among its members.
 
     ``async with Partitioner(client, "/jobs/shards", ["s0", "s1", "s2"]) as part:``
@@ -223,6 +224,14 @@ class Partitioner:
     names this member (one node name; None: a generated id), ``weight`` its
     share (> 0), ``acl`` the ACL of its nodes and of the missing path made for
     them (default: the client's ``default_acl``).
+
+    ``start()`` makes this member's node and returns without waiting for items
+    (see :meth:`wait_stable`): CorruptValueError if the item node holds no item
+    list, MemberIdInUseError if another session (or another partitioner of this
+    client) uses this member's id; a failed start may be tried again.
+    ``aclose()`` gives every item back (claims deleted) and deletes the member's
+    node, then the other members take over its items; :attr:`owned` is empty
+    from the moment it is called, and :meth:`changes` iterators end.
     """
 
     def __init__(
@@ -257,6 +266,7 @@ class Partitioner:
         else:
             self._items = tuple(dict.fromkeys(self._checked_item(item) for item in items))
         self._life = Lifecycle(f"partitioner {self._member_node!r}", self._open, self._shut)
+        super().__init__(self._life)
         self._broadcast: Broadcast[Assignment] = Broadcast(f"assignment of {self._member_node!r}")
         self._assignment = Assignment(frozenset(), False, 0)
         self._grants: dict[str, _Grant] = {}
@@ -270,7 +280,7 @@ class Partitioner:
         self._runner: asyncio.Task[Any] | None = None
         self._wake = asyncio.Event()
         self._round_expired = False
-        self._signal = asyncio.Event()
+        self._signal = Pulse()
         self._signature: object = None
         self._changed_at = 0.0
         self._bad_items: bytes | None = None
@@ -368,8 +378,7 @@ class Partitioner:
         self._changed()
 
     def _changed(self) -> None:
-        signal, self._signal = self._signal, asyncio.Event()
-        signal.set()
+        self._signal.fire()
 
     def _start_holds(self) -> None:
         """Start a hold record for each grant that has none (telemetry on)."""
@@ -436,70 +445,20 @@ class Partitioner:
     async def participants(self) -> list[Participant]:
         """Every member, sorted by id: ``data`` is its node's data, ``holds`` whether it
         owns at least one item now (as the claims on the server say)."""
-        client = self._client
 
-        async def read() -> list[Participant]:
-            try:
-                names = await client.children(self._path)
-            except NoNodeError:
-                return []
+        def members_then_claims(names: list[str]) -> list[str]:
             members = sorted(n for n in names if n.startswith(_MEMBER))
-            claims = [n for n in names if n.startswith(_CLAIM)]
-            pipeline = client.pipeline()
-            for name in members:
-                pipeline.get(f"{self._path}/{name}")
-            for name in claims:
-                pipeline.exists(f"{self._path}/{name}")
-            results = await pipeline.execute()
-            holders = {
-                stat.ephemeral_owner
-                for stat in results[len(members) :]
-                if stat is not None and not isinstance(stat, Exception)
-            }
-            found = []
-            for name, result in zip(members, results, strict=False):
-                if isinstance(result, NoNodeError):
-                    continue
-                if isinstance(result, Exception):
-                    raise result
-                data, stat = result
-                node = f"{self._path}/{name}"
-                found.append(
-                    Participant(name[len(_MEMBER) :], node, data, stat.ephemeral_owner in holders)
-                )
-            return found
+            return members + [n for n in names if n.startswith(_CLAIM)]
 
-        return await call_with_retry(client.retry_policy, read)
+        found = await read_children(self._client, self._path, select=members_then_claims)
+        holders = {c.stat.ephemeral_owner for c in found if c.name.startswith(_CLAIM)}
+        return [
+            Participant(c.name[len(_MEMBER) :], c.path, c.data, c.stat.ephemeral_owner in holders)
+            for c in found
+            if c.name.startswith(_MEMBER)
+        ]
 
     # --- joining and leaving ----------------------------------------------------------------
-
-    async def start(self) -> None:
-        """Join: make this member's node and start taking part (returns without waiting
-        for items: see :meth:`wait_stable`).
-
-        CorruptValueError if the item node holds no item list; MemberIdInUseError
-        if another session (or another partitioner of this client) uses this
-        member's id. On any error nothing is left behind and ``start()`` may be
-        tried again. RuntimeError if already started, RecipeClosedError once closed.
-        """
-        await self._life.start()
-
-    async def aclose(self) -> None:
-        """Leave: stop taking part, give every item back (claims deleted), delete this
-        member's node; then the other members take over its items.
-
-        Cancels a :meth:`start` under way; idempotent; fine before ``start()``.
-        :attr:`owned` is empty from the moment it is called, and :meth:`changes`
-        iterators end.
-        """
-        await self._life.aclose()
-
-    async def __aenter__(self) -> Partitioner:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     async def _open(self) -> None:
         client = self._client
@@ -922,27 +881,18 @@ class Partitioner:
 
     async def _read(self) -> _Snapshot:
         """Members, claims and items, as the server holds them now (two round trips)."""
-        client = self._client
-        try:
-            names = await client.children(self._path)
-        except NoNodeError:
-            names = []
-        members = [n for n in names if n.startswith(_MEMBER)]
-        claims = [n for n in names if n.startswith(_CLAIM)]
-        pipeline = client.pipeline()
-        for name in members + claims:
-            pipeline.get(f"{self._path}/{name}")
-        if self._items_node is not None:
-            pipeline.get(self._items_node)
-        results = await pipeline.execute()
+
+        def members_and_claims(names: list[str]) -> list[str]:
+            return [n for n in names if n.startswith((_MEMBER, _CLAIM))]
+
+        items_node = () if self._items_node is None else (self._items_node,)
+        found, also = await read_children_and(
+            self._client, self._path, items_node, select=members_and_claims
+        )
         found_members: dict[str, _Member] = {}
         found_claims: dict[str, _Claim] = {}
-        for name, result in zip(members + claims, results, strict=False):
-            if isinstance(result, NoNodeError):
-                continue
-            if isinstance(result, Exception):
-                raise result
-            data, stat = result
+        for child in found:
+            name, data, stat = child.name, child.data, child.stat
             if name.startswith(_MEMBER):
                 weight = _member_weight(data)
                 if weight is not None:
@@ -952,18 +902,16 @@ class Partitioner:
             else:
                 owner = data.decode("utf-8", "replace")
                 found_claims[name[len(_CLAIM) :]] = _Claim(owner, stat.ephemeral_owner, stat.czxid)
-        if self._items_node is not None:
-            self._items = tuple(self._items_from(results[-1]))
+        if also:
+            self._items = tuple(self._items_from(also[0]))
         return _Snapshot(found_members, found_claims, self._items)
 
-    def _items_from(self, result: object) -> list[str]:
-        """The item set from the item node's read; the last good one if it is bad."""
-        if isinstance(result, NoNodeError):
+    def _items_from(self, result: tuple[bytes, Stat] | None) -> list[str]:
+        """The item set from the item node's read (None: no node); the last good
+        one if it is bad."""
+        if result is None:
             return []
-        if isinstance(result, Exception):
-            raise result
-        assert isinstance(result, tuple)
-        data: bytes = result[0]
+        data = result[0]
         try:
             items = self._parse_items(data)
         except CorruptValueError as error:

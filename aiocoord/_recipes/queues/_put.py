@@ -126,7 +126,7 @@ class Producer(Generic[T]):
             if scope.cancelled_caught:
                 return False
             assert watch is not None
-            try:
+            async with watch:
                 if sum(map(config.layout.is_item, names)) + count <= config.max_items:
                     return True
                 with anyio.move_on_after(deadline.remaining()) as scope:
@@ -134,5 +134,3 @@ class Producer(Generic[T]):
                         await watch
                 if scope.cancelled_caught:
                     return False
-            finally:
-                watch.cancel()
