@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 import pytest_asyncio
 from _curator import compile_harnesses
+from _kit import Started
 
 import aiocoord
 from aiocoord import ConnectionState
@@ -74,7 +75,7 @@ async def client_factory(
 @pytest.fixture
 def started(
     client_factory: Callable[..., aiocoord.Client],
-) -> Callable[..., Awaitable[list[aiocoord.Client]]]:
+) -> Started:
     """``await started(n, **client_kwargs)``: ``n`` new clients, each made by
     ``client_factory(**client_kwargs)``, all started at once (closed at teardown)."""
 

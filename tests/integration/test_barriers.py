@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from _curator import finish, kill, read_line, send_line, start_curator, together
+from _waiting import settle
 
 import aiocoord
 from aiocoord import (
@@ -26,17 +27,6 @@ from aiocoord.testing import TcpProxy, drop_connection, expire_session
 pytestmark = pytest.mark.timeout(60)
 
 READY = "ready"
-
-
-async def settle(*clients: aiocoord.Client) -> None:
-    """Let every watch event already sent to these clients be handled, and the reads
-    it prompted be answered: on a connection, an event comes before the replies that
-    follow it, and a woken waiter's next read goes out before our next round trip."""
-    for _ in range(3):
-        for client in clients:
-            await client.sync()
-        for _ in range(5):
-            await asyncio.sleep(0)
 
 
 def name_of(barrier: DoubleBarrier) -> str:

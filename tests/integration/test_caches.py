@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 
 import pytest
 import pytest_asyncio
+from _kit import EVENT_TIMEOUT
 
 import aiocoord
 from aiocoord import (
@@ -38,8 +39,6 @@ from aiocoord.testing import (
 
 pytestmark = pytest.mark.timeout(90)
 
-WAIT = 30.0
-"""Bound on any one wait for the cache (generous: bursts of thousands of changes)."""
 
 CREATED = CacheEventType.CREATED
 UPDATED = CacheEventType.UPDATED
@@ -62,7 +61,7 @@ class Recorder:
         self._changed.set()
 
     async def until(self, condition: Callable[[list[CacheEvent]], bool]) -> None:
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             while not condition(self.events):
                 self._changed.clear()
                 await self._changed.wait()
@@ -613,7 +612,7 @@ class Burst:
             await asyncio.wait([self.task])
 
     async def wait_halfway(self) -> None:
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             await self.halfway.wait()
 
     def allow(self, rounds: int | None = None) -> None:
@@ -624,7 +623,7 @@ class Burst:
     async def done(self) -> None:
         assert self.task is not None
         self.allow()
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             await self.task
 
     async def _run(self) -> None:

@@ -14,14 +14,13 @@ import sys
 import time
 
 import pytest
+from _kit import EVENT_TIMEOUT
 from test_cli import WAITER, cli, one_line, run  # noqa: F401  (cli is a fixture)
 
 import aiocoord
 from aiocoord import ServiceCacheEventType, ServiceDiscovery, ServiceInstance, ServiceType
 
 pytestmark = pytest.mark.timeout(60)
-
-WAIT = 15.0
 
 
 async def wait_for(
@@ -30,7 +29,7 @@ async def wait_for(
     """Follow service ``api`` until an event of ``kind`` (for ``instance_id``) comes;
     for ADDED, an instance already there counts."""
     cache = discovery.cache("api")
-    async with asyncio.timeout(WAIT), cache.events() as events, cache:
+    async with asyncio.timeout(EVENT_TIMEOUT), cache.events() as events, cache:
         async for event in events:
             if event.type is ServiceCacheEventType.INITIALIZED and kind is (
                 ServiceCacheEventType.ADDED

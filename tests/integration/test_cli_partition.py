@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
+from _kit import EVENT_TIMEOUT
 
 import aiocoord
 from aiocoord.testing import ZooKeeperTarget
@@ -27,7 +28,6 @@ PRINTER = (
     "sys.stdin.readline(); print('end', flush=True)"
 )
 PATH = "/cli-part"
-WAIT = 20.0
 
 
 @pytest_asyncio.fixture
@@ -69,7 +69,7 @@ async def start(
 
 async def line(proc: asyncio.subprocess.Process) -> str:
     assert proc.stdout is not None
-    text = await asyncio.wait_for(proc.stdout.readline(), WAIT)
+    text = await asyncio.wait_for(proc.stdout.readline(), EVENT_TIMEOUT)
     assert text, "aiocoord partition ended"
     return text.decode().rstrip("\n")
 
@@ -85,7 +85,7 @@ async def test_the_command_runs_with_its_items_and_again_when_they_change(
     async with other:
         # It keeps what it can (two of three), the newcomer takes the rest.
         assert await line(proc) == "items a,b 2"
-        assert await other.wait_stable(timeout=WAIT)
+        assert await other.wait_stable(timeout=EVENT_TIMEOUT)
         assert other.owned == {"c"}
     assert await line(proc) == "items a,b,c 3"
     # The command ends by itself: the member leaves, and its status passes through.
@@ -108,7 +108,7 @@ async def finish(proc: asyncio.subprocess.Process) -> None:
     proc.stdin.write(b"\n")
     await proc.stdin.drain()
     assert await line(proc) == "end"
-    assert await asyncio.wait_for(proc.wait(), WAIT) == 0
+    assert await asyncio.wait_for(proc.wait(), EVENT_TIMEOUT) == 0
 
 
 async def test_usage_errors(zookeeper: ZooKeeperTarget) -> None:
@@ -123,6 +123,6 @@ async def test_usage_errors(zookeeper: ZooKeeperTarget) -> None:
         proc = await asyncio.create_subprocess_exec(
             *CLI, *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
         )
-        _out, err = await asyncio.wait_for(proc.communicate(), WAIT)
+        _out, err = await asyncio.wait_for(proc.communicate(), EVENT_TIMEOUT)
         assert proc.returncode == 2, err
         assert wanted in err.decode(), err

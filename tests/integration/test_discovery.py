@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 import pytest
+from _kit import Started
 
 import aiocoord
 from aiocoord import (
@@ -24,7 +25,6 @@ from aiocoord.testing import expire_session
 
 pytestmark = pytest.mark.timeout(60)
 
-Started = Callable[..., Awaitable[list[aiocoord.Client]]]
 
 BASE = "/services"
 

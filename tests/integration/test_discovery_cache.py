@@ -10,9 +10,10 @@ import asyncio
 import contextlib
 import dataclasses
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
 import pytest
+from _kit import EVENT_TIMEOUT, Started
 
 import aiocoord
 from aiocoord import (
@@ -28,10 +29,8 @@ from aiocoord.testing import expire_session
 
 pytestmark = pytest.mark.timeout(60)
 
-Started = Callable[..., Awaitable[list[aiocoord.Client]]]
 
 BASE = "/services"
-WAIT = 15.0
 
 ADDED = ServiceCacheEventType.ADDED
 UPDATED = ServiceCacheEventType.UPDATED
@@ -64,7 +63,7 @@ class Recorder:
     async def saw(
         self, kind: ServiceCacheEventType, instance_id: str | None = None
     ) -> ServiceCacheEvent:
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             seen = 0
             while True:
                 for event in self.events[seen:]:
@@ -272,7 +271,7 @@ async def test_tasks_sharing_one_cache_each_see_every_event(started: Started) ->
             followers = [asyncio.create_task(follow(cache.events())) for _ in range(4)]
             for n in range(10):
                 await writer.register(api(f"i-{n}"))
-            async with asyncio.timeout(WAIT):
+            async with asyncio.timeout(EVENT_TIMEOUT):
                 results = await asyncio.gather(*followers)
             assert results == [[f"i-{n}" for n in range(10)]] * 4
 

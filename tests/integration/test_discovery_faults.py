@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 import pytest_asyncio
+from _kit import EVENT_TIMEOUT, Started
 
 import aiocoord
 from aiocoord import ConnectionState, ServiceDiscovery, ServiceInstance, ServiceType
@@ -20,11 +21,9 @@ from aiocoord.testing import TcpProxy, ZooKeeperTarget, drop_connection, expire_
 
 pytestmark = pytest.mark.timeout(60)
 
-Started = Callable[..., Awaitable[list[aiocoord.Client]]]
 
 BASE = "/services"
 NODE = f"{BASE}/api/i-1"
-WAIT = 15.0
 
 
 def api(instance_id: str = "i-1", **changes: object) -> ServiceInstance:
@@ -72,7 +71,7 @@ async def test_a_dropped_connection_keeps_the_node_and_an_update_made_meanwhile_
         _data, before = await b.get(NODE)
         drop_connection(a)
         await discovery.update(api(port=9090))  # sent once the connection is back
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             await log.wait_for(ConnectionState.RECONNECTED)
         await discovery.update(api(port=9091))
         data, after = await b.get(NODE)
@@ -93,7 +92,7 @@ async def test_an_expiry_remakes_dynamic_nodes_and_leaves_static_ones_alone(
             assert await anext(changes) is not None
             old_session = a.session_id
             await expire_session(a)  # returns once a new session is connected
-            async with asyncio.timeout(WAIT):
+            async with asyncio.timeout(EVENT_TIMEOUT):
                 while (seen := await anext(changes)) is None or (
                     seen[1].ephemeral_owner == old_session
                 ):
@@ -179,11 +178,11 @@ async def test_closing_with_the_server_away_still_unregisters_once_it_is_back(
         await discovery.register(api("static", service_type=ServiceType.STATIC))
         proxy.refuse(True)
         proxy.cut()
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             await log.wait_for(ConnectionState.SUSPENDED)
         closing = asyncio.create_task(discovery.aclose())
         proxy.refuse(False)
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             await closing
         await b.sync("/")
         assert await b.exists(f"{BASE}/api/static") is None
@@ -225,7 +224,7 @@ async def test_a_register_waiting_behind_a_cancelled_one_still_registers(
         proxy.release()
         with pytest.raises(asyncio.CancelledError):
             await first
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             await second
         assert discovery.registered == [api(port=2)]
         await b.sync("/")

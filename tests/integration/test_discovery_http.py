@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import httpx
 import pytest
+from _kit import Started
 
-import aiocoord
 from aiocoord import (
     ArgumentTypeError,
     DiscoveryTransport,
@@ -27,7 +27,6 @@ from aiocoord import (
 pytestmark = pytest.mark.timeout(60)
 
 BASE = "/services"
-Started = Callable[..., Awaitable[list[aiocoord.Client]]]
 
 
 @dataclass

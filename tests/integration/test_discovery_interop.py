@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from _curator import finish, read_line, send_line, start_curator
+from _kit import EVENT_TIMEOUT
 
 import aiocoord
 from aiocoord import (
@@ -35,8 +36,6 @@ from aiocoord.testing import ZooKeeperTarget
 
 pytestmark = pytest.mark.timeout(90)
 
-WAIT = 15.0
-"""Bound on every wait for something that should happen at once (the server is local)."""
 BASE = "/services"
 MAP_CLASS = "java.util.LinkedHashMap"
 
@@ -52,7 +51,7 @@ class Curator:
         self.base = base
         self._unread: list[tuple[str, Any]] = []
 
-    async def line(self, kind: str, timeout: float = WAIT) -> Any:
+    async def line(self, kind: str, timeout: float = EVENT_TIMEOUT) -> Any:
         """The value of its next ``kind`` line."""
         try:
             async with asyncio.timeout(timeout):
@@ -95,7 +94,7 @@ class Curator:
         )
         return seen
 
-    async def cache_until(self, want: Any, timeout: float = WAIT) -> list[dict[str, Any]]:
+    async def cache_until(self, want: Any, timeout: float = EVENT_TIMEOUT) -> list[dict[str, Any]]:
         """Wait for the Curator cache's view (``CACHE`` lines) to satisfy ``want``."""
         view: list[dict[str, Any]] = []
         try:
@@ -243,7 +242,7 @@ async def test_our_cache_follows_curators_registrations(
             try:
 
                 async def next_change() -> ServiceCacheEvent:
-                    async with asyncio.timeout(WAIT):
+                    async with asyncio.timeout(EVENT_TIMEOUT):
                         async for event in events:
                             if event.type is not ServiceCacheEventType.INITIALIZED:
                                 return event

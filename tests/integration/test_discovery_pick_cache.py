@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 
 import pytest
+from _kit import EVENT_TIMEOUT, Started
 
 import aiocoord
 from aiocoord import (
@@ -21,10 +22,8 @@ from aiocoord import (
 
 pytestmark = pytest.mark.timeout(60)
 
-Started = Callable[..., Awaitable[list[aiocoord.Client]]]
 
 BASE = "/services"
-WAIT = 15.0
 
 EVERY_ONE_SEEN = (ProviderStrategy.ROUND_ROBIN, ProviderStrategy.LEAST_OUTSTANDING)
 """Strategies whose 60 picks over a few instances certainly reach each one."""
@@ -42,7 +41,7 @@ async def seen(
 ) -> None:
     """Make ``change`` and wait for the provider's cache to show it (its event)."""
     events = provider.cache.events()
-    async with events, asyncio.timeout(WAIT):
+    async with events, asyncio.timeout(EVENT_TIMEOUT):
         await change
         async for event in events:
             if event.type is kind:
@@ -160,7 +159,7 @@ async def test_least_outstanding_follows_requests_in_flight_and_new_instances(
                     await release.wait()
 
             async def holding_at_least(n: int) -> None:
-                async with held, asyncio.timeout(WAIT):
+                async with held, asyncio.timeout(EVENT_TIMEOUT):
                     await held.wait_for(lambda: len(holding) >= n)
 
             tasks = [asyncio.create_task(request()) for _ in range(6)]
@@ -196,7 +195,7 @@ async def test_tasks_picking_at_once_see_every_change(
 
             async def worker() -> None:
                 while not done.is_set():
-                    async with provider.using(timeout=WAIT) as instance:
+                    async with provider.using(timeout=EVENT_TIMEOUT) as instance:
                         # Every pick is of an instance the cache's view holds, enabled.
                         if instance.id not in live:
                             wrong.append(instance.id)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
 
 import pytest
+from _kit import EVENT_TIMEOUT, Started
 
 import aiocoord
 from aiocoord import (
@@ -22,10 +22,8 @@ from aiocoord import (
 
 pytestmark = pytest.mark.timeout(60)
 
-Started = Callable[..., Awaitable[list[aiocoord.Client]]]
 
 BASE = "/services"
-WAIT = 15.0
 
 
 def api(instance_id: str, **changes: object) -> ServiceInstance:
@@ -75,7 +73,7 @@ async def test_using_counts_requests_in_flight_and_least_outstanding_balances_th
                     await release.wait()
 
             tasks = [asyncio.create_task(request()) for _ in range(50)]
-            async with asyncio.timeout(WAIT):
+            async with asyncio.timeout(EVENT_TIMEOUT):
                 await all_in.wait()
             counts = [provider.outstanding(api(f"i-{n}")) for n in range(5)]
             assert counts == [10] * 5
@@ -120,7 +118,7 @@ async def test_noted_errors_take_an_instance_out_until_its_window_ends(started: 
                     pass
             loop = asyncio.get_running_loop()
             began = loop.time()
-            async with provider.using(timeout=WAIT) as back:  # waits for the window to end
+            async with provider.using(timeout=EVENT_TIMEOUT) as back:  # waits for the window to end
                 assert back == only
             assert loop.time() - began > 0.1  # it waited for the window (0.5 s) to end
             assert provider.errors(only) == 0
@@ -136,12 +134,12 @@ async def test_using_waits_for_an_instance_to_be_registered(started: Started) ->
         got: asyncio.Future[ServiceInstance] = asyncio.get_running_loop().create_future()
 
         async def request() -> None:
-            async with provider.using(timeout=WAIT) as instance:
+            async with provider.using(timeout=EVENT_TIMEOUT) as instance:
                 got.set_result(instance)
 
         task = asyncio.create_task(request())
         await writer.register(api("late"))
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             assert (await got) == api("late")
         await task
 
@@ -187,7 +185,7 @@ async def test_tasks_sharing_one_provider_while_instances_come_and_go(started: S
 
             async def worker() -> None:
                 for _ in range(30):
-                    async with provider.using(timeout=WAIT) as instance:
+                    async with provider.using(timeout=EVENT_TIMEOUT) as instance:
                         picked.add(instance.id)
                         await asyncio.sleep(0)
 

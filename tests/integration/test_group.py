@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from _curator import finish, read_line, send_line, start_curator
+from _kit import EVENT_TIMEOUT
 
 import aiocoord
 from aiocoord import (
@@ -27,8 +28,6 @@ from aiocoord.testing import TcpProxy, ZooKeeperTarget, drop_connection, expire_
 
 pytestmark = pytest.mark.timeout(60)
 
-WAIT = 10.0
-"""Bound on every wait for the group to reach a state (generous: the server is local)."""
 
 Members = dict[str, bytes]
 
@@ -44,7 +43,7 @@ async def reaches(
 ) -> list[Members]:
     """Read ``changes`` until it yields ``wanted``; every snapshot read, in order."""
     seen: list[Members] = []
-    async with asyncio.timeout(WAIT):
+    async with asyncio.timeout(EVENT_TIMEOUT):
         async for participants in changes:
             members = by_id(participants)
             seen.append(members)
@@ -163,7 +162,7 @@ async def test_the_node_is_ephemeral_and_its_parents_are_containers(started) -> 
     try:
         # Containers, as Curator's creatingParentContainersIfNeeded makes them: the
         # server sweeps the group away once its last member has left.
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             while (await watch).type is not EventType.DELETED:
                 _stat, watch = await client.watch_exists("/services/api")
     finally:
@@ -244,7 +243,7 @@ async def test_our_node_deleted_by_another_client_is_created_again_with_our_data
         recreated = b.data_changes("/group/a")
         try:
             await b.delete("/group/a")
-            async with asyncio.timeout(WAIT):
+            async with asyncio.timeout(EVENT_TIMEOUT):
                 async for current in recreated:
                     if current is not None and current[1].czxid != before.czxid:
                         break
@@ -253,7 +252,7 @@ async def test_our_node_deleted_by_another_client_is_created_again_with_our_data
         data, stat = current
         assert data == b"v2"  # the data given last, not the data given first
         assert stat.ephemeral_owner == a.session_id
-        assert await member.wait_member(timeout=WAIT) is True
+        assert await member.wait_member(timeout=EVENT_TIMEOUT) is True
         assert member.is_member
 
 
@@ -263,7 +262,7 @@ async def test_membership_rides_out_a_dropped_connection(started, state_log) -> 
     async with GroupMember(a, "/group", participant_id="a", data=b"x") as member:
         before = await b.exists("/group/a")
         drop_connection(a)
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             await log.wait_for(ConnectionState.RECONNECTED)
         assert member.is_member
         assert await b.exists("/group/a") == before  # the same node: the session lived on
@@ -284,12 +283,12 @@ async def test_an_observer_cut_off_while_the_group_changed_reads_it_again_on_rec
             await reaches(changes, {"b": b"1", "observer": b""})
             proxy.refuse(True)
             proxy.cut()
-            async with asyncio.timeout(WAIT):
+            async with asyncio.timeout(EVENT_TIMEOUT):
                 await log.wait_for(ConnectionState.SUSPENDED)
             await mb.update(b"2")  # while the observer cannot hear of it
             async with GroupMember(b, "/group", participant_id="c", data=b"3"):
                 proxy.refuse(False)
-                async with asyncio.timeout(WAIT):
+                async with asyncio.timeout(EVENT_TIMEOUT):
                     await log.wait_for(ConnectionState.RECONNECTED)
                 await reaches(changes, {"b": b"2", "c": b"3", "observer": b""})
         assert observer_client.pending_watches == 0
@@ -312,7 +311,7 @@ async def test_after_a_session_expiry_our_node_comes_back_and_observers_miss_not
             assert a.session_id != old_session
             assert ConnectionState.LOST in log.states
             await ma.update(b"x2")  # published with the node, whether it is back yet or not
-            async with asyncio.timeout(WAIT):
+            async with asyncio.timeout(EVENT_TIMEOUT):
                 await ma.wait_member()
             # Whatever was skipped in between, the view ends with both members.
             await reaches(changes, {"a": b"x2", "b": b"y", "observer": b""})
@@ -339,7 +338,7 @@ async def test_an_observer_whose_session_expired_misses_no_change(
             await mb.update(b"2")  # the observer's session is gone: no event can reach it
             proxy.release()
             await reaches(changes, {"a": b"mine", "b": b"2"})
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             await ma.wait_member()
         await ma.aclose()
         assert a.pending_watches == 0 and a.background_tasks == 0
@@ -360,14 +359,14 @@ async def test_an_id_taken_while_we_were_away_is_reported_and_never_stolen_back(
         await expire_session(a, address=server_address, wait=False)  # its node goes now
         async with GroupMember(b, "/group", participant_id="same", data=b"b's") as mb:
             proxy.release()
-            async with asyncio.timeout(WAIT):
+            async with asyncio.timeout(EVENT_TIMEOUT):
                 await log.wait_for(ConnectionState.LOST)
                 assert not ma.is_member  # known gone with the session
                 with pytest.raises(MemberIdInUseError, match="/group/same"):
                     await ma.wait_member()
             assert not ma.is_member
             with pytest.raises(MemberIdInUseError):
-                async with asyncio.timeout(WAIT):
+                async with asyncio.timeout(EVENT_TIMEOUT):
                     async for _members in changes:
                         pass
             with pytest.raises(MemberIdInUseError):
@@ -455,7 +454,7 @@ async def test_membership_comes_back_after_a_server_restart(private_zookeeper, s
                 await log.wait_for(ConnectionState.SUSPENDED)
                 assert ma.is_member  # believed to exist: the session may live on
                 await private_zookeeper.start()
-                async with asyncio.timeout(WAIT):
+                async with asyncio.timeout(EVENT_TIMEOUT):
                     await log.wait_for(ConnectionState.RECONNECTED)
                 await ma.update(b"after")
                 await reaches(changes, {"a": b"after", "b": b"", "observer": b""})
@@ -513,7 +512,7 @@ async def test_closing_the_member_ends_its_changes(started) -> None:
             first.set()
 
     following = asyncio.create_task(follow())
-    async with asyncio.timeout(WAIT):
+    async with asyncio.timeout(EVENT_TIMEOUT):
         await first.wait()
         await member.aclose()
         await following
@@ -650,7 +649,7 @@ async def test_listeners_hear_the_group_as_changes_reads_it_until_removed(starte
         changed.set()
 
     async def next_heard() -> Members:
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             await changed.wait()
         changed.clear()
         return heard[-1]
@@ -732,7 +731,7 @@ async def test_our_node_held_by_our_own_earlier_session_is_waited_out_then_made_
             proxy.refuse(True)
             proxy.cut()  # the client is out of reach from now on
             async with _holding_session(server_address, a):
-                async with asyncio.timeout(WAIT + a.session_timeout):
+                async with asyncio.timeout(EVENT_TIMEOUT + a.session_timeout):
                     await log.wait_for(ConnectionState.LOST)  # given up by the client
                     proxy.refuse(False)  # a new session; the old one lives on
                     waiting = asyncio.create_task(said.event.wait())
@@ -747,7 +746,7 @@ async def test_our_node_held_by_our_own_earlier_session_is_waited_out_then_made_
                     assert waiting in done
                     assert not member.is_member
             # The old session is closed now, and our node with it.
-            async with asyncio.timeout(WAIT):
+            async with asyncio.timeout(EVENT_TIMEOUT):
                 await member.wait_member()
             data, stat = await a.get("/group/me")
             assert (data, stat.ephemeral_owner) == (b"mine", a.session_id)

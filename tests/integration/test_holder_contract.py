@@ -14,20 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
 import pytest
+from _kit import EVENT_TIMEOUT, Started
 
 import aiocoord
 from aiocoord import HoldLostError
 from aiocoord.testing import expire_session
 
 pytestmark = pytest.mark.timeout(120)
-
-WAIT = 20.0
-"""Bound on waits for a loss the test caused (an expiry, a lapse)."""
 
 
 class Kind:
@@ -76,7 +74,7 @@ class LeaseKind(Kind):
         rival = aiocoord.Lease(other, "/held", 30, participant_id="rival")
         # A lapse is time passing: wait for it by the server's clock, which the
         # rival's tries read (each try deletes the lapsed node once it may).
-        for _attempt in range(int(WAIT / 0.05)):
+        for _attempt in range(int(EVENT_TIMEOUT / 0.05)):
             if await rival.try_acquire():
                 return
             await anyio.sleep(0.05)
@@ -90,7 +88,7 @@ class LatchKind(Kind):
         latch = await stack.enter_async_context(
             aiocoord.LeaderLatch(client, "/held", participant_id="me")
         )
-        assert await latch.wait_leader(timeout=WAIT)
+        assert await latch.wait_leader(timeout=EVENT_TIMEOUT)
         return latch
 
 
@@ -143,9 +141,6 @@ def kind(request: pytest.FixtureRequest) -> Kind:
     return KINDS[request.param]()
 
 
-Started = Callable[[int], Awaitable[list[aiocoord.Client]]]
-
-
 @contextlib.asynccontextmanager
 async def holding(stack: contextlib.AsyncExitStack) -> AsyncIterator[None]:
     """Leave ``stack`` at the end, where leaving after a loss reports the loss."""
@@ -174,7 +169,7 @@ async def test_a_holder_learns_of_a_loss_behind_its_back(started: Started, kind:
         await asyncio.sleep(0)
         assert not lost.done()
         await kind.lose(holder, client, other)
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(EVENT_TIMEOUT):
             await lost
         # A LeaderLatch queues again in its new session, as Curator's does, and
         # alone it may already lead again: then it is a new term, with a new token.

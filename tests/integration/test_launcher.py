@@ -9,7 +9,6 @@ import socket
 import struct
 import sys
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -44,13 +43,22 @@ def pid_alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], within: float, what: str) -> None:
-    """Poll *check* until it returns true; fail after *within* seconds."""
-    deadline = time.monotonic() + within
-    while not await check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {within}s waiting for {what}")
-        await anyio.sleep(0.05)
+async def wait_ended(pid: int, within: float) -> None:
+    """Return once *pid* has ended (a zombie counts); fail after *within* seconds.
+
+    The process is not our child, so there is nothing to ``wait()`` on: a pidfd
+    (Linux) becomes readable when its process ends."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return  # already gone and reaped
+    try:
+        with anyio.move_on_after(within):
+            await anyio.wait_readable(fd)
+        if pid_alive(pid):
+            pytest.fail(f"timed out after {within}s waiting for {pid} to end")
+    finally:
+        os.close(fd)
 
 
 def open_raw_session(port: int, timeout_ms: int = 30000) -> int:
@@ -236,10 +244,7 @@ async def test_server_dies_with_its_parent(how: str) -> None:
             assert result.returncode == 0, result.stderr
             assert not await anyio.Path(data_dir).exists()
 
-        async def dead() -> bool:
-            return not pid_alive(pid)
-
-        await eventually(dead, 10, f"JVM {pid} to die with its parent")
+        await wait_ended(pid, 10)  # the JVM dies with its parent
     finally:
         if pid_alive(pid):  # only on failure: don't leak the JVM our child started
             os.kill(pid, signal.SIGKILL)

@@ -7,13 +7,12 @@ import contextlib
 import math
 
 import pytest
+from _kit import EVENT_TIMEOUT
 
 import aiocoord
 from aiocoord import LeaderElectionGroup
 
 pytestmark = pytest.mark.timeout(120)
-
-WAIT = 30.0
 
 
 class Fleet:
@@ -54,7 +53,7 @@ class Fleet:
 
     async def settled(self) -> dict[str, int]:
         fair = math.ceil(len(self.paths) / len(self.groups))
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             while True:
                 counts = self.counts()
                 if len(self.leading) == len(self.paths) and max(counts.values()) <= fair:
@@ -75,7 +74,7 @@ async def test_four_processes_in_twelve_elections_settle_at_three_each(started) 
     fleet = Fleet([f"/elections/e{i:02d}" for i in range(12)])
     try:
         fleet.join(clients[0], "p0")
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             while len(fleet.leading) < 12:  # the only process leads all of them
                 fleet.changed.clear()
                 await fleet.changed.wait()

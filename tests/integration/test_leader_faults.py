@@ -24,6 +24,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 
 import pytest
+from _kit import EVENT_TIMEOUT
 
 import aiocoord
 from aiocoord import (
@@ -41,8 +42,6 @@ from aiocoord.testing import ZooKeeperServer, expire_session
 
 pytestmark = pytest.mark.timeout(120)
 
-WAIT = 20.0
-"""Bound on every wait for an election to reach a state (the server is local)."""
 
 Holder = LeaderLatch | LeaderElection
 
@@ -115,7 +114,7 @@ class Watch:
 
     async def reaches(self, wanted: str | None, data: bytes | None = None) -> Participant | None:
         """Wait until the stream's latest value is ``wanted`` (an id; with ``data``)."""
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             while True:
                 if self.seen:
                     last = self.seen[-1]
@@ -128,7 +127,7 @@ class Watch:
     async def converges(self) -> Participant | None:
         """Wait until the stream's latest value is the leader the server says leads
         now (read again after every value, so a leader that changes meanwhile counts)."""
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             while True:
                 truth = await self.observer.leader()
                 if self.seen and self.seen[-1] == truth:
@@ -162,7 +161,9 @@ async def proclaim(holder: Holder) -> bytes:
 
 async def leads(*latches: LeaderLatch) -> LeaderLatch:
     """Wait until one of ``latches`` leads; that one."""
-    waits = {asyncio.create_task(latch.wait_leader(timeout=WAIT)): latch for latch in latches}
+    waits = {
+        asyncio.create_task(latch.wait_leader(timeout=EVENT_TIMEOUT)): latch for latch in latches
+    }
     try:
         done, _pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -176,7 +177,7 @@ async def leads(*latches: LeaderLatch) -> LeaderLatch:
 
 
 async def children_reach(client: aiocoord.Client, path: str, count: int) -> None:
-    async with asyncio.timeout(WAIT), client.children_changes(path) as changes:
+    async with asyncio.timeout(EVENT_TIMEOUT), client.children_changes(path) as changes:
         async for names in changes:
             if names is not None and len(names) == count:
                 return
@@ -220,7 +221,7 @@ class Terms:
             self.changed.set()
 
     async def wait(self, predicate: Callable[[], bool], what: str) -> None:
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             while not predicate():
                 self.changed.clear()
                 await self.changed.wait()
@@ -258,14 +259,14 @@ async def test_observe_and_proclaim_through_the_leaders_session_expiry(started) 
         LeaderLatch(a, "/latch", participant_id="a") as first,
         LeaderLatch(b, "/latch", participant_id="b") as second,
     ):
-        assert await first.wait_leader(timeout=WAIT)
+        assert await first.wait_leader(timeout=EVENT_TIMEOUT)
         token = first.fencing_token
         assert await store.write(first)
         await watch.reaches("a", await proclaim(first))
         await expire_session(watcher)  # the observer's own session first
         assert ident(await watch.converges()) == first.participant_id
         await expire_session(a)  # now the leader's: b takes over, a queues again
-        assert await second.wait_leader(timeout=WAIT)
+        assert await second.wait_leader(timeout=EVENT_TIMEOUT)
         assert second.fencing_token > token
         # a's term is over: its proclaim and its fenced write are refused, typed.
         with pytest.raises((LeadershipLostError, NotOwnerError)):
@@ -288,14 +289,14 @@ async def test_a_resign_racing_its_session_expiry_leaves_one_leader(started) -> 
         LeaderLatch(a, "/latch", participant_id="a") as first,
         LeaderLatch(b, "/latch", participant_id="b") as second,
     ):
-        assert await first.wait_leader(timeout=WAIT)
+        assert await first.wait_leader(timeout=EVENT_TIMEOUT)
         token = first.fencing_token
         await store.write(first)
         expiry = asyncio.create_task(expire_session(a))
         with contextlib.suppress(NotOwnerError):  # the expiry may have ended the term first
             await first.resign()
         await expiry
-        assert await second.wait_leader(timeout=WAIT)
+        assert await second.wait_leader(timeout=EVENT_TIMEOUT)
         assert second.fencing_token > token
         assert not first.has_leadership
         assert not await store.write(first)
@@ -346,12 +347,12 @@ async def test_a_hand_over_whose_leader_expires_mid_way_never_wedges(started) ->
         LeaderLatch(b, "/latch", participant_id="b") as second,
         LeaderLatch(c, "/latch", participant_id="c") as third,
     ):
-        assert await first.wait_leader(timeout=WAIT)
+        assert await first.wait_leader(timeout=EVENT_TIMEOUT)
         await children_reach(watcher, "/latch", 3)
         token = first.fencing_token
         await store.write(first)
         # The leader's session goes while it hands over: before or after the record.
-        handing = asyncio.create_task(first.hand_over(to="c", timeout=WAIT))
+        handing = asyncio.create_task(first.hand_over(to="c", timeout=EVENT_TIMEOUT))
         await expire_session(a)
         with contextlib.suppress(NotOwnerError, LeadershipLostError):
             await handing
@@ -421,7 +422,7 @@ async def restart(server: ZooKeeperServer, log, during: Callable[[], object] | N
     if during is not None:
         during()
     await server.start()
-    async with asyncio.timeout(WAIT):
+    async with asyncio.timeout(EVENT_TIMEOUT):
         await log.wait_for(ConnectionState.RECONNECTED, count=reconnects + 1)
 
 
@@ -451,7 +452,7 @@ async def test_a_proclaim_during_an_outage_lands_or_raises_typed_and_observers_f
             LeaderLatch(a, "/latch", participant_id="a") as first,
             LeaderLatch(b, "/latch", participant_id="b"),
         ):
-            assert await first.wait_leader(timeout=WAIT)
+            assert await first.wait_leader(timeout=EVENT_TIMEOUT)
             await store.write(first)
             await watch.reaches("a")
             pending: list[asyncio.Task[bytes]] = []
@@ -485,16 +486,16 @@ async def test_a_latch_that_leads_again_after_a_restart_does_not_advertise_its_o
             Watch(watcher, "/latch") as watch,
             LeaderLatch(a, "/latch", participant_id="a") as first,
         ):
-            assert await first.wait_leader(timeout=WAIT)
+            assert await first.wait_leader(timeout=EVENT_TIMEOUT)
             node = first.node
             old = await proclaim(first)
             await watch.reaches("a", old)
             lost = asyncio.Event()
             first.add_listener(lambda leading: None if leading else lost.set())
             await restart(private_zookeeper, log)
-            async with asyncio.timeout(WAIT):
+            async with asyncio.timeout(EVENT_TIMEOUT):
                 await lost.wait()
-            assert await first.wait_leader(timeout=WAIT)
+            assert await first.wait_leader(timeout=EVENT_TIMEOUT)
             assert first.node == node  # the same node leads again
             await watch.reaches("a", b"a")
             assert ident(await watch.converges()) == first.participant_id
@@ -513,7 +514,7 @@ async def test_resign_during_an_outage_ends_the_term_at_once_and_completes_after
             LeaderLatch(a, "/latch", participant_id="a") as first,
             LeaderLatch(b, "/latch", participant_id="b") as second,
         ):
-            assert await first.wait_leader(timeout=WAIT)
+            assert await first.wait_leader(timeout=EVENT_TIMEOUT)
             token = first.fencing_token
             await store.write(first)
             resigning: list[asyncio.Task[None]] = []
@@ -524,7 +525,7 @@ async def test_resign_during_an_outage_ends_the_term_at_once_and_completes_after
             )
             assert not first.has_leadership  # dropped at once, before the node went
             await resigning[0]
-            assert await second.wait_leader(timeout=WAIT)
+            assert await second.wait_leader(timeout=EVENT_TIMEOUT)
             assert second.fencing_token > token
             assert not await store.write(first)
             assert await store.write(second)
@@ -556,7 +557,7 @@ async def test_a_leaving_resign_during_an_outage_ends_run_and_the_next_leads(
             )
             await resigning[0]
             assert x.task is not None
-            async with asyncio.timeout(WAIT):
+            async with asyncio.timeout(EVENT_TIMEOUT):
                 await x.task  # run() returned: x left
             await y.wait(y.leading.is_set, "y leads")
             grows(x.tokens + y.tokens)
@@ -579,7 +580,7 @@ async def test_a_hand_over_during_an_outage_completes_after_it(
             LeaderLatch(b, "/latch", participant_id="b") as second,
             LeaderLatch(c, "/latch", participant_id="c") as third,
         ):
-            assert await first.wait_leader(timeout=WAIT)
+            assert await first.wait_leader(timeout=EVENT_TIMEOUT)
             await children_reach(watcher, "/latch", 3)
             token = first.fencing_token
             await store.write(first)
@@ -587,10 +588,12 @@ async def test_a_hand_over_during_an_outage_completes_after_it(
             await restart(
                 private_zookeeper,
                 log,
-                lambda: handing.append(asyncio.create_task(first.hand_over(to="c", timeout=WAIT))),
+                lambda: handing.append(
+                    asyncio.create_task(first.hand_over(to="c", timeout=EVENT_TIMEOUT))
+                ),
             )
             await handing[0]
-            assert await third.wait_leader(timeout=WAIT)
+            assert await third.wait_leader(timeout=EVENT_TIMEOUT)
             assert not second.has_leadership and not first.has_leadership
             assert third.fencing_token > token
             assert not await store.write(first)

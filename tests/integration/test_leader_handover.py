@@ -9,6 +9,7 @@ import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
+from _kit import EVENT_TIMEOUT
 
 import aiocoord
 from aiocoord import (
@@ -25,9 +26,6 @@ from aiocoord.testing import expire_session
 
 pytestmark = pytest.mark.timeout(120)
 
-WAIT = 15.0
-"""Bound on every wait for an election to reach a state (the server is local)."""
-
 
 async def leader_reaches(
     changes: AsyncIterator[Participant | None], wanted_id: str | None, data: bytes | None = None
@@ -35,7 +33,7 @@ async def leader_reaches(
     """Read ``changes`` until the leader is ``wanted_id`` (with ``data``, if given);
     everything read, in order."""
     seen: list[Participant | None] = []
-    async with asyncio.timeout(WAIT):
+    async with asyncio.timeout(EVENT_TIMEOUT):
         async for leader in changes:
             seen.append(leader)
             got = None if leader is None else leader.id
@@ -79,7 +77,7 @@ class Term:
 
 async def wait_until(event: asyncio.Event, predicate, what: str) -> None:  # type: ignore[no-untyped-def]
     """Wait until ``predicate()`` holds, checking each time ``event`` is set."""
-    async with asyncio.timeout(WAIT):
+    async with asyncio.timeout(EVENT_TIMEOUT):
         while not predicate():
             event.clear()
             await event.wait()
@@ -135,7 +133,7 @@ async def test_observe_listeners_and_an_election_proclaim(started) -> None:
     election = LeaderElection(a, "/election", participant_id="a")
     async with election.hold():
         await election.proclaim(b"v1")
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             while not seen or seen[-1] is None or seen[-1].data != b"v1":
                 changed.clear()
                 await changed.wait()
@@ -159,7 +157,7 @@ async def test_a_resigning_latch_requeues_behind_and_the_next_leads(
         LeaderLatch(a, "/latch", participant_id="a") as first,
         LeaderLatch(b, "/latch", participant_id="b") as second,
     ):
-        assert await first.wait_leader(timeout=WAIT)
+        assert await first.wait_leader(timeout=EVENT_TIMEOUT)
         lost: list[str] = []
 
         async def body() -> None:
@@ -171,11 +169,11 @@ async def test_a_resigning_latch_requeues_behind_and_the_next_leads(
 
         await body()
         assert lost == ["resigned"]
-        assert await second.wait_leader(timeout=WAIT)
+        assert await second.wait_leader(timeout=EVENT_TIMEOUT)
         await children_reach(b, "/latch", 2)  # a queues again, in its latch's task
         assert [p.id for p in await second.participants()] == ["b", "a"]
         await second.resign(requeue=False)  # leaves: the latch closes
-        assert await first.wait_leader(timeout=WAIT)
+        assert await first.wait_leader(timeout=EVENT_TIMEOUT)
         assert [p.id for p in await first.participants()] == ["a"]
         with pytest.raises(aiocoord.RecipeClosedError):
             await second.wait_leader()
@@ -203,12 +201,12 @@ async def test_a_resigning_election_term_ends_and_run_returns_without_requeue(st
         await wait_until(led, lambda: terms == 1, "x leads once")
         y.start()
         y_started = True
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             await y.leading.wait()
         with pytest.raises(NotOwnerError):
             await x.resign()
         await y.election.resign()
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             await run  # x's second term resigned for good
         assert terms == 2
         await wait_until(y.changed, lambda: y.ended == ["resigned"], "y's term: resigned")
@@ -226,7 +224,7 @@ async def test_an_election_hands_over_past_the_next_in_line(started, children_re
     terms = [Term(a, "a"), Term(b, "b"), Term(c, "c")]
     try:
         terms[0].start()
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             await terms[0].leading.wait()
         token = terms[0].election.fencing_token
         for i in (1, 2):
@@ -237,10 +235,10 @@ async def test_an_election_hands_over_past_the_next_in_line(started, children_re
         observer = LeaderObserver(watcher, "/election")
         async with observer.observe() as changes:
             await leader_reaches(changes, "a")
-            await terms[0].election.hand_over(to="c", timeout=WAIT)
+            await terms[0].election.hand_over(to="c", timeout=EVENT_TIMEOUT)
             seen = await leader_reaches(changes, "c")
         assert all(p is None or p.id in ("a", "c") for p in seen), seen  # b never led
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             await terms[2].leading.wait()
         assert terms[0].ended == ["handed over to 'c'"]
         assert not terms[1].leading.is_set() and terms[1].ended == []
@@ -266,10 +264,10 @@ async def test_a_latch_hands_over_and_the_record_is_cleared(started, children_re
         LeaderLatch(b, "/latch", participant_id="b") as second,
         LeaderLatch(c, "/latch", participant_id="c") as third,
     ):
-        assert await first.wait_leader(timeout=WAIT)
+        assert await first.wait_leader(timeout=EVENT_TIMEOUT)
         await children_reach(a, "/latch", 3)
-        await first.hand_over(to="c", timeout=WAIT)
-        assert await third.wait_leader(timeout=WAIT)
+        await first.hand_over(to="c", timeout=EVENT_TIMEOUT)
+        assert await third.wait_leader(timeout=EVENT_TIMEOUT)
         assert not second.has_leadership and not first.has_leadership
         ids = [p.id for p in await third.participants()]
         assert ids[0] == "c" and sorted(ids[1:]) == ["a", "b"]
@@ -277,7 +275,7 @@ async def test_a_latch_hands_over_and_the_record_is_cleared(started, children_re
         # The target cleared the hand-over: the next resign goes to the head.
         await third.resign()
         latches = {"a": first, "b": second}
-        assert await latches[ids[1]].wait_leader(timeout=WAIT)
+        assert await latches[ids[1]].wait_leader(timeout=EVENT_TIMEOUT)
 
 
 async def test_a_hand_over_to_a_participant_whose_session_expires_does_not_wedge(
@@ -288,7 +286,7 @@ async def test_a_hand_over_to_a_participant_whose_session_expires_does_not_wedge
         LeaderLatch(a, "/latch", participant_id="a") as first,
         LeaderLatch(b, "/latch", participant_id="b") as second,
     ):
-        assert await first.wait_leader(timeout=WAIT)
+        assert await first.wait_leader(timeout=EVENT_TIMEOUT)
         third = LeaderLatch(c, "/latch", participant_id="c")
         await third.start()
         await children_reach(a, "/latch", 3)
@@ -303,15 +301,18 @@ async def test_a_hand_over_to_a_participant_whose_session_expires_does_not_wedge
         await children_reach(a, "/latch", 3)
         first_leader_node = first.node
         # Hand over, then the target's session expires before it leads.
-        ending = asyncio.create_task(first.hand_over(to="c", timeout=WAIT))
-        async with asyncio.timeout(WAIT), a.data_changes("/latch") as records:
+        ending = asyncio.create_task(first.hand_over(to="c", timeout=EVENT_TIMEOUT))
+        async with asyncio.timeout(EVENT_TIMEOUT), a.data_changes("/latch") as records:
             async for value in records:
                 if value is not None and b'"to":"' in value[0]:
                     break  # the record names c's node
         await expire_session(c)
         await ending
         # Nothing waits on c's gone node: whoever heads the queue now leads.
-        waits = [asyncio.create_task(latch.wait_leader(timeout=WAIT)) for latch in (first, second)]
+        waits = [
+            asyncio.create_task(latch.wait_leader(timeout=EVENT_TIMEOUT))
+            for latch in (first, second)
+        ]
         done, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         for task in pending:
             task.cancel()
@@ -332,13 +333,13 @@ async def test_a_higher_priority_participant_takes_over_through_the_loss_path(
     high = Term(c, "high", priority=5)
     try:
         low.start()
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             await low.leading.wait()
         token = low.election.fencing_token
         plain.start()  # no priority: below low; nothing happens
         await children_reach(a, "/election", 2)
         high.start()
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             await high.leading.wait()
         assert low.ended == ["priority take-over by 'high'"]
         assert not plain.leading.is_set() and plain.ended == []
@@ -357,11 +358,11 @@ async def test_a_higher_priority_participant_takes_over_through_the_loss_path(
 async def test_a_priority_latch_takes_over_and_the_old_leader_stays_queued(started) -> None:
     a, b = await started(2)
     async with LeaderLatch(a, "/latch", participant_id="a") as first:
-        assert await first.wait_leader(timeout=WAIT)
+        assert await first.wait_leader(timeout=EVENT_TIMEOUT)
         async with LeaderLatch(b, "/latch", participant_id="b", priority=1) as second:
-            assert await second.wait_leader(timeout=WAIT)
+            assert await second.wait_leader(timeout=EVENT_TIMEOUT)
             assert [p.id for p in await first.participants()] == ["b", "a"]
-        assert await first.wait_leader(timeout=WAIT)
+        assert await first.wait_leader(timeout=EVENT_TIMEOUT)
 
 
 # --- faults -----------------------------------------------------------------------------------
@@ -396,16 +397,16 @@ async def test_observe_proclaim_and_hand_over_through_a_server_restart(
             LeaderLatch(b, "/latch", participant_id="b") as second,
             LeaderObserver(watcher, "/latch").observe() as changes,
         ):
-            assert await first.wait_leader(timeout=WAIT)
+            assert await first.wait_leader(timeout=EVENT_TIMEOUT)
             await leader_reaches(changes, "a")
             await private_zookeeper.stop()
             await log.wait_for(ConnectionState.SUSPENDED)
             await private_zookeeper.start()
-            async with asyncio.timeout(WAIT):
+            async with asyncio.timeout(EVENT_TIMEOUT):
                 await log.wait_for(ConnectionState.RECONNECTED)
             assert first.has_leadership  # the session lived on (SessionErrorPolicy)
             await first.proclaim(b"restarted")
             await leader_reaches(changes, "a", b"restarted")
-            await first.hand_over(to="b", timeout=WAIT)
+            await first.hand_over(to="b", timeout=EVENT_TIMEOUT)
             await leader_reaches(changes, "b")
-            assert await second.wait_leader(timeout=WAIT)
+            assert await second.wait_leader(timeout=EVENT_TIMEOUT)

@@ -11,6 +11,7 @@ import contextlib
 import anyio
 import pytest
 from _curator import kill, read_line, send_line, start_curator
+from _kit import EVENT_TIMEOUT
 
 import aiocoord
 from aiocoord import (
@@ -22,8 +23,6 @@ from aiocoord import (
 )
 
 pytestmark = pytest.mark.timeout(180)
-
-WAIT = 30.0
 
 
 class Java:
@@ -83,7 +82,7 @@ class Py:
 
 
 async def leader_is(changes, wanted: str) -> aiocoord.Participant:  # type: ignore[no-untyped-def]
-    async with asyncio.timeout(WAIT):
+    async with asyncio.timeout(EVENT_TIMEOUT):
         async for leader in changes:
             if leader is not None and leader.id == wanted:
                 return leader
@@ -133,7 +132,7 @@ async def test_a_mixed_selector_election_with_hand_over_and_priority(
             assert await java.proc.wait() == 0
             # b is named by the hand-over, then c of a higher priority takes over.
             await leader_is(changes, "c")
-            async with asyncio.timeout(WAIT):
+            async with asyncio.timeout(EVENT_TIMEOUT):
                 await peers[2].leading.wait()
             assert "priority take-over by 'c'" in peers[1].ended or not peers[1].ended
             assert peers[0].ended == ["handed over to 'b'"]
@@ -171,7 +170,7 @@ async def test_a_curator_latch_is_observed_and_a_priority_latch_waits_for_it(
                 assert not latch.has_leadership  # Curator ignores priorities
                 await send_line(java.proc, "quit")
                 assert await java.expect("DONE") == "DONE"
-                assert await latch.wait_leader(timeout=WAIT)
+                assert await latch.wait_leader(timeout=EVENT_TIMEOUT)
                 await latch.proclaim(b"p's address")
                 leader = await leader_is(changes, "p")
                 while leader.data != b"p's address":

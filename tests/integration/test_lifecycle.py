@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from _kit import EVENT_TIMEOUT
 
 import aiocoord
 from aiocoord import (
@@ -43,8 +44,6 @@ from aiocoord.testing import TcpProxy, ZooKeeperTarget
 
 pytestmark = pytest.mark.timeout(60)
 
-WAIT = 10.0
-"""Bound on waits that a working lifecycle ends within milliseconds."""
 
 BASE = "/life"
 """Every object's nodes go right under this node, made (persistent) by the test."""
@@ -182,13 +181,13 @@ async def server_away(proxy: TcpProxy, log: Any) -> None:
     """Make the server unreachable for the proxied client (as if it were down)."""
     proxy.refuse(True)
     proxy.cut()
-    async with asyncio.timeout(WAIT):
+    async with asyncio.timeout(EVENT_TIMEOUT):
         await log.wait_for(ConnectionState.SUSPENDED)
 
 
 async def server_back(proxy: TcpProxy, log: Any) -> None:
     proxy.refuse(False)
-    async with asyncio.timeout(WAIT):
+    async with asyncio.timeout(EVENT_TIMEOUT):
         await log.wait_for(ConnectionState.RECONNECTED)
 
 
@@ -203,7 +202,7 @@ async def test_aclose_cancels_a_start_waiting_for_the_server_and_nothing_appears
     await server_away(proxy, log)
     starting = asyncio.create_task(obj.start())
     await let_start_run_into_the_network(starting)
-    async with asyncio.timeout(WAIT):  # prompt: nothing was sent, nothing to undo
+    async with asyncio.timeout(EVENT_TIMEOUT):  # prompt: nothing was sent, nothing to undo
         await obj.aclose()
         with pytest.raises(RecipeClosedError, match="closed while starting"):
             await starting
@@ -223,11 +222,11 @@ async def test_aclose_ends_a_start_stuck_in_a_create_and_deletes_what_it_made(
     starting = asyncio.create_task(obj.start())
     await let_start_run_into_the_network(starting)
     closing = asyncio.create_task(obj.aclose())
-    async with asyncio.timeout(WAIT):
+    async with asyncio.timeout(EVENT_TIMEOUT):
         with pytest.raises(RecipeClosedError, match="closed while starting"):
             await starting
     proxy.release()  # the create reaches the server and is applied
-    async with asyncio.timeout(WAIT):
+    async with asyncio.timeout(EVENT_TIMEOUT):
         await closing
     assert await nodes_under_base(observer, client) == []
     assert client.background_tasks == 0 and client.pending_watches == 0

@@ -7,10 +7,10 @@ processes would) and check order, exclusion and the giving-up cases."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 
 import anyio
 import pytest
+from _kit import Started
 from _waiting import settle, waiting
 from test_lock_queue import ListingCount
 
@@ -19,8 +19,6 @@ from aiocoord import Mutex
 from aiocoord.testing import expire_session
 
 pytestmark = pytest.mark.timeout(60)
-
-Started = Callable[..., Awaitable[list[aiocoord.Client]]]
 
 
 class Contender:
@@ -48,12 +46,13 @@ class Contender:
             await self.task
 
 
-async def queue_up(locks: list[Mutex], log: list[str]) -> list[Contender]:
-    """Queue a contender on each lock, in order, each waiting on a watch before the next."""
+async def queue_up(clients: list[aiocoord.Client], log: list[str]) -> list[Contender]:
+    """Queue a contender for ``/lock`` on each client, in order, each waiting on a
+    watch before the next."""
     queued = []
-    for i, lock in enumerate(locks):
-        queued.append(Contender(lock, log, str(i)))
-        await waiting(lock._client, 1)
+    for i, client in enumerate(clients):
+        queued.append(Contender(Mutex(client, "/lock"), log, str(i)))
+        await waiting(client, 1)
     return queued
 
 
@@ -62,7 +61,7 @@ async def test_waiters_two_behind_hold_in_queue_order_and_one_at_a_time(started:
     log: list[str] = []
     holder = Mutex(clients[0], "/lock")
     assert await holder.acquire()
-    waiters = await queue_up([Mutex(client, "/lock") for client in clients[1:]], log)
+    waiters = await queue_up(clients[1:], log)
     await settle(*clients)
     assert log == []
     await holder.release()
@@ -82,7 +81,7 @@ async def test_the_hand_off_after_the_look_ahead_reads_nothing(
     log: list[str] = []
     first = Mutex(a, "/lock")
     assert await first.acquire()
-    second, third = await queue_up([Mutex(b, "/lock"), Mutex(c, "/lock")], log)
+    second, third = await queue_up([b, c], log)
     listings = ListingCount(c, "/lock", monkeypatch)
     await first.release()
     await second.holds()
@@ -107,7 +106,7 @@ async def test_a_waiter_ahead_that_gives_up_lets_nobody_pass_early(
     log: list[str] = []
     holder = Mutex(clients[0], "/lock")
     assert await holder.acquire()
-    waiters = await queue_up([Mutex(client, "/lock") for client in clients[1:]], log)
+    waiters = await queue_up(clients[1:], log)
     quitter = waiters.pop(1 if gives_up == "just ahead" else 0)
     quitter.task.cancel()  # its node goes, but it never held
     with pytest.raises(asyncio.CancelledError):
@@ -144,9 +143,9 @@ async def test_a_waiter_two_ahead_whose_session_expires_is_passed_over_in_order(
 
     assert await holder.acquire()
     tasks = []
-    for lock, name in ((b, "b"), (c, "c"), (d, "d")):
+    for client, lock, name in zip(clients[1:], (b, c, d), "bcd", strict=True):
         tasks.append(asyncio.create_task(contender(lock, name)))
-        await waiting(lock._client, 1)
+        await waiting(client, 1)
     await expire_session(clients[1])
     await waiting(clients[1], 1)  # b queued again, at the back
     await settle(*clients)
@@ -167,7 +166,7 @@ async def test_the_one_just_ahead_giving_up_as_it_comes_first_hands_on_to_the_ne
     log: list[str] = []
     holder = Mutex(clients[0], "/lock")
     assert await holder.acquire()
-    c, d = await queue_up([Mutex(client, "/lock") for client in clients[1:]], log)
+    c, d = await queue_up(clients[1:], log)
     await holder.release()
     c.task.cancel()
     with pytest.raises(asyncio.CancelledError):

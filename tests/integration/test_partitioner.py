@@ -1,7 +1,7 @@
 """Partitioner: each guarantee of issue #27 against a real server.
 
 Every wait here is on the members' assignment streams (``add_listener``) or on the
-server's answers, bounded by WAIT; nothing sleeps and hopes. ``settle`` is short
+server's answers, bounded by EVENT_TIMEOUT; nothing sleeps and hopes. ``settle`` is short
 (SETTLE) so the tests run quickly; the behaviour does not depend on its size.
 """
 
@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from _kit import EVENT_TIMEOUT
 
 import aiocoord
 from aiocoord import (
@@ -31,8 +32,6 @@ from aiocoord.testing import TcpProxy, ZooKeeperTarget, drop_connection, expire_
 
 pytestmark = pytest.mark.timeout(90)
 
-WAIT = 20.0
-"""Bound on every wait for the group to settle (generous: the machine is shared)."""
 
 SETTLE = 0.2
 PATH = "/work"
@@ -64,7 +63,7 @@ class Watcher:
         self.owned.pop(part.participant_id, None)
 
     async def until(self, predicate: Callable[[], bool]) -> None:
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             while not predicate():
                 self._changed.clear()
                 await self._changed.wait()
@@ -326,11 +325,11 @@ async def test_members_recover_after_a_server_restart(private_zookeeper, state_l
         async with parts[0], parts[1]:
             before = await settled(watcher, parts, ITEMS)
             await private_zookeeper.stop()
-            async with asyncio.timeout(WAIT):
+            async with asyncio.timeout(EVENT_TIMEOUT):
                 await log.wait_for(ConnectionState.SUSPENDED)
             assert parts[0].owned == frozenset()
             await private_zookeeper.start()
-            async with asyncio.timeout(WAIT):
+            async with asyncio.timeout(EVENT_TIMEOUT):
                 await log.wait_for(ConnectionState.RECONNECTED)
             assert await settled(watcher, parts, ITEMS) == before
         assert watcher.overlaps == []
@@ -367,7 +366,7 @@ async def test_a_paused_member_loses_its_items_and_its_fenced_writes_are_refused
             old_token = p.fencing_token(item)
             stale = p.transaction(item).set("/store", b"stale")
             proxy.hold()
-            async with asyncio.timeout(WAIT):
+            async with asyncio.timeout(EVENT_TIMEOUT):
                 await log.wait_for(ConnectionState.SUSPENDED)
             assert p.owned == frozenset()
             await watcher.until(lambda: q.owned == frozenset(ITEMS) and q.assignment.stable)
@@ -409,7 +408,7 @@ async def test_a_bad_item_node_fails_the_start(started) -> None:
         await part.start()
     await client.set("/cfg/items", b'["ok"]')
     async with part:  # nothing was left behind; it may start again
-        assert await part.wait_stable(timeout=WAIT)
+        assert await part.wait_stable(timeout=EVENT_TIMEOUT)
         assert part.owned == {"ok"}
 
 
@@ -429,7 +428,7 @@ async def test_several_tasks_share_one_partitioner(started) -> None:
 
     async with part:
         followers = [asyncio.create_task(follow()) for _ in range(3)]
-        waits = await asyncio.gather(*(part.wait_stable(timeout=WAIT) for _ in range(3)))
+        waits = await asyncio.gather(*(part.wait_stable(timeout=EVENT_TIMEOUT) for _ in range(3)))
         assert waits == [True, True, True]
         assert await asyncio.gather(*followers) == [frozenset(ITEMS)] * 3
         assert part.owned == frozenset(ITEMS)
@@ -476,10 +475,10 @@ async def test_a_member_node_of_its_own_earlier_session_is_waited_out(started) -
     done, _ = await asyncio.wait({starting}, timeout=0.3)
     assert not done  # waiting for the old node to go
     await old.aclose()  # the old session ends: its node goes
-    async with asyncio.timeout(WAIT):
+    async with asyncio.timeout(EVENT_TIMEOUT):
         await starting
     try:
-        assert await part.wait_stable(timeout=WAIT)
+        assert await part.wait_stable(timeout=EVENT_TIMEOUT)
         assert part.owned == frozenset(ITEMS)
     finally:
         await part.aclose()

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 from _curator import finish, read_line, send_line, start_curator
+from _kit import EVENT_TIMEOUT
 from _waiting import waiting
 
 import aiocoord
@@ -34,8 +35,6 @@ from aiocoord.testing import ZooKeeperTarget
 
 pytestmark = pytest.mark.timeout(60)
 
-WAIT = 10.0
-"""Bound on every wait for something that should happen at once (the server is local)."""
 
 PRIORITY_ITEMS = [
     ("p5a", 5),
@@ -64,7 +63,7 @@ class Curator:
         self.proc = proc
         self._unread: list[str] = []
 
-    async def line(self, kind: str, timeout: float = WAIT) -> list[str]:
+    async def line(self, kind: str, timeout: float = EVENT_TIMEOUT) -> list[str]:
         """The words after ``kind`` of its next ``kind`` line."""
         try:
             async with asyncio.timeout(timeout):
@@ -129,7 +128,7 @@ async def children_become(client: aiocoord.Client, path: str, names: list[str]) 
     changes = client.children_changes(path)
     seen: list[str] | None = None
     try:
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             async for seen in changes:
                 if sorted(seen or []) == sorted(names):
                     return
@@ -162,7 +161,7 @@ async def test_curators_priority_items_come_out_of_a_priority_queue_by_priority(
         priority_name(priority) for _item, priority in PRIORITY_ITEMS
     )
     queue = PriorityQueue(coord, "/pq", codec=Codec.UTF8)
-    assert [await queue.get(timeout=WAIT) for _ in PRIORITY_ITEMS] == BY_PRIORITY
+    assert [await queue.get(timeout=EVENT_TIMEOUT) for _ in PRIORITY_ITEMS] == BY_PRIORITY
     assert await queue.size() == 0
 
 
@@ -203,7 +202,7 @@ async def test_curators_delayed_items_are_taken_by_a_delay_queue_once_due_not_be
             due = {"late": start + 1000, "soon": start + 500, "now": start}
             for item, at in due.items():  # the latest first
                 await java.put(item, at)
-            async with asyncio.timeout(WAIT):
+            async with asyncio.timeout(EVENT_TIMEOUT):
                 await consumer
         finally:
             consumer.cancel()
@@ -254,7 +253,7 @@ async def test_curators_id_items_are_removed_by_id_queue_remove_and_taken_in_ord
     assert await queue.remove("team/7") == 1  # Curator made it team_7, as aiocoord does
     assert await queue.remove("a") == 0
     assert not await queue.contains("a")
-    assert [await queue.get(timeout=WAIT) for _ in range(3)] == ["b1", "c1", "b2"]
+    assert [await queue.get(timeout=EVENT_TIMEOUT) for _ in range(3)] == ["b1", "c1", "b2"]
     assert await queue.size() == 0
 
 
@@ -294,8 +293,8 @@ async def test_curators_plain_distributed_queue_items_are_read_in_order_by_prior
     by_priority = PriorityQueue(coord, "/plain", codec=Codec.UTF8)
     by_id = IdQueue(coord, "/plain", codec=Codec.UTF8)
     half = len(items) // 2
-    assert [await by_priority.get(timeout=WAIT) for _ in range(half)] == items[:half]
-    assert [await by_id.get(timeout=WAIT) for _ in range(half, len(items))] == items[half:]
+    assert [await by_priority.get(timeout=EVENT_TIMEOUT) for _ in range(half)] == items[:half]
+    assert [await by_id.get(timeout=EVENT_TIMEOUT) for _ in range(half, len(items))] == items[half:]
 
 
 # --- take markers: Curator's DistributedQueue with lockPath -----------------------------
@@ -363,7 +362,7 @@ async def test_an_item_curators_locked_queue_holds_is_skipped_by_aiocoord_takers
         assert stat.is_ephemeral and stat.ephemeral_owner != coord.session_id
         taken = []
         for _ in items[1:]:
-            async with queue.take(timeout=WAIT) as item:
+            async with queue.take(timeout=EVENT_TIMEOUT) as item:
                 taken.append(item)
         assert taken == items[1:]
         with pytest.raises(QueueEmptyError):
@@ -435,7 +434,7 @@ async def test_curator_and_aiocoord_takers_share_a_queue_each_item_once_never_tw
                         task.result()  # raises what went wrong
 
         try:
-            async with asyncio.timeout(WAIT * 2):
+            async with asyncio.timeout(EVENT_TIMEOUT * 2):
                 await until(lambda: bool(by_aiocoord))
                 await send_line(java.proc, "release")
                 await until(lambda: len(by_curator) + len(by_aiocoord) == len(ours + theirs))
@@ -474,7 +473,7 @@ async def sweep(client: aiocoord.Client) -> None:
         await client.delete("/sweep/child")
         changes = client.children_changes("/sweep")
         try:
-            async with asyncio.timeout(WAIT):
+            async with asyncio.timeout(EVENT_TIMEOUT):
                 async for names in changes:
                     if names is None:
                         break

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from _curator import finish, start_curator, together
 from _exclusion import Exclusion
+from _kit import EVENT_TIMEOUT
 from _waiting import settle, waiting
 
 import aiocoord
@@ -45,9 +46,6 @@ from aiocoord.testing import (
 )
 
 pytestmark = pytest.mark.timeout(60)
-
-WAIT = 10.0
-"""Bound on every wait for something that should happen at once (the server is local)."""
 
 
 async def raw_items(client: aiocoord.Client, path: str) -> list[str]:
@@ -172,7 +170,7 @@ async def test_tasks_sharing_a_queue_object_share_one_listing_and_one_watch(star
     await settle(consumer)
     assert consumer.pending_watches == 1  # one task lists and waits, the others wait for it
     await Queue(producer, "/shared").put_many([b"%d" % i for i in range(8)])
-    got = await asyncio.wait_for(asyncio.gather(*getters), WAIT)
+    got = await asyncio.wait_for(asyncio.gather(*getters), EVENT_TIMEOUT)
     assert sorted(got) == [b"%d" % i for i in range(8)]
     assert consumer.pending_watches == 0
 
@@ -212,7 +210,7 @@ async def test_a_cancelled_get_takes_nothing(started) -> None:
         await waiting_get
     assert b.pending_watches == 0
     await Queue(a, "/cancel").put(b"kept")
-    assert await Queue(b, "/cancel").get(timeout=WAIT) == b"kept"
+    assert await Queue(b, "/cancel").get(timeout=EVENT_TIMEOUT) == b"kept"
 
 
 async def test_a_get_cancelled_while_its_delete_is_in_flight_puts_the_item_back(
@@ -262,7 +260,7 @@ async def test_a_get_whose_delete_reply_is_lost_reports_the_item_at_most_once(
     with caplog.at_level(logging.WARNING, logger="aiocoord"):
         # The first item went, but its consumer cannot know it was the taker:
         # it is not reported, and the get goes on waiting for the next one.
-        getting = asyncio.create_task(Queue(b, "/once").get(timeout=WAIT))
+        getting = asyncio.create_task(Queue(b, "/once").get(timeout=EVENT_TIMEOUT))
         await waiting(b)
         await Queue(a, "/once").put(b"second")
         assert await getting == b"second"
@@ -315,7 +313,7 @@ async def test_a_take_whose_block_raises_gives_the_item_back(coord, children_of)
             assert item == "job"
             raise RuntimeError("worker failed")
     assert await children_of(coord, "/alo-raise-taken") == []
-    async with queue.take(timeout=WAIT) as again:
+    async with queue.take(timeout=EVENT_TIMEOUT) as again:
         assert again == "job"
     assert await queue.size() == 0
 
@@ -335,7 +333,7 @@ async def test_a_cancelled_take_gives_the_item_back(started) -> None:
     worker.cancel()
     with pytest.raises(asyncio.CancelledError):
         await worker
-    async with Queue(a, "/alo-cancel").take(timeout=WAIT) as item:
+    async with Queue(a, "/alo-cancel").take(timeout=EVENT_TIMEOUT) as item:
         assert item == b"job"
 
 
@@ -378,7 +376,7 @@ async def test_a_takers_expired_session_gives_its_item_to_another_taker(started)
         await settle(b)
     assert redelivered == [b"job"]
     release.set()
-    await asyncio.wait_for(other, WAIT)
+    await asyncio.wait_for(other, EVENT_TIMEOUT)
     assert await raw_items(a, "/alo-expire") == []
 
 
@@ -394,10 +392,10 @@ async def test_a_paused_takers_commit_after_another_taker_finished_is_never_a_su
         a = aiocoord.connect(proxy.connect_string, namespace=zookeeper.namespace)
         async with a:
             with pytest.raises((TakeLostError, OutcomeUnknownError)):
-                async with Queue(a, "/paused").take(timeout=WAIT, cancel_on_loss=False):
+                async with Queue(a, "/paused").take(timeout=EVENT_TIMEOUT, cancel_on_loss=False):
                     proxy.hold()  # a long pause, while holding the item ...
                     await expire_session(a, wait=False, address=(host, int(port)))
-                    async with Queue(b, "/paused").take(timeout=WAIT) as again:
+                    async with Queue(b, "/paused").take(timeout=EVENT_TIMEOUT) as again:
                         assert again == b"X"  # ... the marker went: b takes and finishes
                     proxy.release()
     assert await raw_items(b, "/paused") == []
@@ -432,7 +430,7 @@ async def test_a_commit_applied_whose_reply_and_session_are_lost_is_outcome_unkn
                 return txn
 
             with pytest.raises(OutcomeUnknownError, match="/applied/qn-0000000000"):
-                async with Queue(a, "/applied").take(timeout=WAIT, cancel_on_loss=False):
+                async with Queue(a, "/applied").take(timeout=EVENT_TIMEOUT, cancel_on_loss=False):
                     a.transaction = transaction  # type: ignore[method-assign]
     assert await raw_items(observer, "/applied") == []
 
@@ -523,7 +521,7 @@ async def test_delayed_items_are_never_visible_early_and_come_on_a_timer(started
     assert await queue.size() == 5
     seen: dict[str, float] = {}
     for _ in range(5):
-        item = await queue.get(timeout=WAIT)
+        item = await queue.get(timeout=EVENT_TIMEOUT)
         seen[item] = time.time()
     assert list(seen) == sorted(dues)  # in due order
     for item, at in seen.items():
@@ -537,7 +535,7 @@ async def test_a_delay_relative_to_now_and_a_due_time_in_the_past(coord) -> None
     await queue.put(b"overdue", at=time.time() - 60)
     assert await queue.get_nowait() == b"overdue"
     started_at = time.monotonic()
-    assert await queue.get(timeout=WAIT) == b"soon"
+    assert await queue.get(timeout=EVENT_TIMEOUT) == b"soon"
     assert time.monotonic() - started_at >= 0.15
     names = await raw_items(coord, "/later-rel")
     assert names == []
@@ -576,7 +574,7 @@ async def test_a_bounded_put_waits_while_the_queue_is_full_and_resumes(started) 
     assert not blocked.done()
     assert not await producer.put(b"never", timeout=0.1)  # still full: nothing put
     assert await Queue(b, "/bounded").get() == b"1"
-    assert await asyncio.wait_for(blocked, WAIT)
+    assert await asyncio.wait_for(blocked, EVENT_TIMEOUT)
     consumer = Queue(b, "/bounded")
     assert [await consumer.get(), await consumer.get()] == [b"2", b"3"]
     with pytest.raises(ValueError, match="can never fit"):
@@ -694,7 +692,7 @@ async def test_a_waiting_consumer_rides_out_a_dropped_connection(started, state_
     await settle(b)
     assert not getting.done()
     await Queue(a, "/drop").put(b"after")
-    assert await asyncio.wait_for(getting, WAIT) == b"after"
+    assert await asyncio.wait_for(getting, EVENT_TIMEOUT) == b"after"
 
 
 async def test_a_waiting_consumer_looks_again_after_its_session_is_lost(started) -> None:
@@ -703,7 +701,7 @@ async def test_a_waiting_consumer_looks_again_after_its_session_is_lost(started)
     await waiting(b)
     await expire_session(b, wait=False)
     await Queue(a, "/expire").put(b"while lost")  # no watch of that session sees it
-    assert await asyncio.wait_for(getting, WAIT) == b"while lost"
+    assert await asyncio.wait_for(getting, EVENT_TIMEOUT) == b"while lost"
 
 
 async def test_waiting_consumers_ride_out_a_server_restart(
@@ -729,7 +727,7 @@ async def test_waiting_consumers_ride_out_a_server_restart(
         await private_zookeeper.start()
         await log.wait_for(ConnectionState.RECONNECTED)
         await Queue(producer_client, "/restart").put_many([b"one", b"two"])
-        got = await asyncio.wait_for(asyncio.gather(getting, taking), WAIT)
+        got = await asyncio.wait_for(asyncio.gather(getting, taking), EVENT_TIMEOUT)
         assert sorted(got) == [b"one", b"two"]
         assert await raw_items(producer_client, "/restart") == []
 
@@ -748,7 +746,7 @@ async def test_iteration_ends_when_the_client_closes(client_factory) -> None:
     iterating = asyncio.create_task(iterate())
     await waiting(client)
     await client.aclose()
-    await asyncio.wait_for(iterating, WAIT)
+    await asyncio.wait_for(iterating, EVENT_TIMEOUT)
     assert seen == [b"last"]
 
 
@@ -776,7 +774,7 @@ async def test_curator_puts_and_aiocoord_takes_in_order(
     java = await _curator(curator_classpath, zookeeper, "offer", *items)
     assert (await finish(java)).split() == ["PUT", "20", "DONE"]
     queue = Queue(coord, "/cq", codec=Codec.UTF8)
-    got = [await queue.get(timeout=WAIT) for _ in range(20)]
+    got = [await queue.get(timeout=EVENT_TIMEOUT) for _ in range(20)]
     assert got == items
     assert await queue.size() == 0
 
@@ -806,7 +804,7 @@ async def test_curator_and_aiocoord_consumers_share_one_queue(
 
     async def ours() -> list[str]:
         taken = []
-        while (item := await queue.get(timeout=WAIT)) != "STOP":
+        while (item := await queue.get(timeout=EVENT_TIMEOUT)) != "STOP":
             taken.append(item)
         return taken
 

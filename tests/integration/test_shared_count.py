@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 
 import anyio
 import pytest
+from _kit import EVENT_TIMEOUT
 
 import aiocoord
 from aiocoord import (
@@ -21,9 +22,6 @@ from aiocoord import (
 from aiocoord.testing import drop_connection, expire_session
 
 pytestmark = pytest.mark.timeout(120)
-
-WAIT = 10.0
-"""Bound on every wait for a notification (a generous one: the server is local)."""
 
 
 def encoded(value: int) -> bytes:
@@ -62,7 +60,7 @@ def warnings_about() -> Iterator[Callable[[str], WarningsAbout]]:
 
 
 async def next_value(changes: aiocoord.ChangeStream[int]) -> int:
-    with anyio.fail_after(WAIT):
+    with anyio.fail_after(EVENT_TIMEOUT):
         return await anext(changes)
 
 
@@ -153,7 +151,7 @@ async def test_bad_bytes_are_reported_and_the_next_good_value_is_picked_up(
     async with SharedCount(a, "/flaky", 1) as count:
         changes = count.changes()
         await b.set("/flaky", b"abc")
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(EVENT_TIMEOUT):
             await warnings.seen.wait()
         assert warnings.records[0].levelno == logging.WARNING
         assert count.versioned_value == VersionedValue(0, 1)  # the last good value stays
@@ -208,7 +206,7 @@ async def test_reconnection_rereads_and_notifies(coord: aiocoord.Client, state_l
         count.add_listener(seen.append)
         changes = count.changes()
         drop_connection(coord)
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(EVENT_TIMEOUT):
             await log.wait_for(ConnectionState.RECONNECTED)
         assert await next_value(changes) == 7
         assert seen == [7]
@@ -233,7 +231,7 @@ async def test_a_write_made_while_the_session_was_gone_is_picked_up(started, sta
         changes = count.changes()
         await expire_session(b, wait=False)
         await a.set("/away", encoded(11))
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(EVENT_TIMEOUT):
             await log.wait_for(ConnectionState.CONNECTED)
             async for value in changes:
                 if value == 11:
@@ -263,7 +261,7 @@ async def test_close_ends_iterators_and_the_watcher(coord: aiocoord.Client) -> N
     await count.start()
     changes = count.changes()
     await count.aclose()
-    with anyio.fail_after(WAIT):
+    with anyio.fail_after(EVENT_TIMEOUT):
         assert [v async for v in changes] == []
     assert own_tasks(before) == []
     await count.aclose()

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from _kit import EVENT_TIMEOUT
 from test_telemetry import Otel, _ns, otel, traced  # noqa: F401  (otel, traced are fixtures)
 
 from aiocoord import (
@@ -36,8 +37,6 @@ from aiocoord import (
 from aiocoord.testing import ZooKeeperTarget, expire_session
 
 pytestmark = pytest.mark.timeout(120)
-
-WAIT = 20.0
 
 
 def attributes(span: Any) -> dict[str, Any]:
@@ -59,7 +58,7 @@ def parent_is(span: Any, parent: Any) -> bool:
 
 
 async def leader_reaches(changes: AsyncIterator[Participant | None], wanted_id: str | None) -> None:
-    async with asyncio.timeout(WAIT):
+    async with asyncio.timeout(EVENT_TIMEOUT):
         async for leader in changes:
             if (None if leader is None else leader.id) == wanted_id:
                 return
@@ -142,7 +141,7 @@ async def test_a_term_lost_to_a_priority_take_over_ends_with_the_reason(
         low = LeaderElection(a, "/election", participant_id="low", priority=1)
         high = LeaderElection(b, "/election", participant_id="high", priority=5)
         leading = asyncio.Event()
-        async with asyncio.timeout(WAIT), asyncio.TaskGroup() as tasks:
+        async with asyncio.timeout(EVENT_TIMEOUT), asyncio.TaskGroup() as tasks:
             lost = tasks.create_task(hold_until_lost(low, leading))
             await leading.wait()
             low_token = low.fencing_token
@@ -179,7 +178,7 @@ async def test_a_term_lost_with_its_session_ends_with_the_reason(
     async with traced() as client:
         election = LeaderElection(client, "/election", participant_id="a")
         leading = asyncio.Event()
-        async with asyncio.timeout(WAIT), asyncio.TaskGroup() as tasks:
+        async with asyncio.timeout(EVENT_TIMEOUT), asyncio.TaskGroup() as tasks:
             lost = tasks.create_task(hold_until_lost(election, leading))
             await leading.wait()
             await expire_session(client)
@@ -207,7 +206,7 @@ async def test_an_election_term_given_up_says_how_without_counting_a_loss(
                     await second.resign()
             return lost.value.reason
 
-        async with asyncio.timeout(WAIT), asyncio.TaskGroup() as tasks:
+        async with asyncio.timeout(EVENT_TIMEOUT), asyncio.TaskGroup() as tasks:
             with pytest.raises(LeadershipLostError) as handed:
                 async with first.hold():  # the hand-over cancels the block
                     resigned = tasks.create_task(second_leads_then_resigns())
@@ -255,20 +254,20 @@ async def test_latch_hand_over_and_resign_end_terms_without_a_loss(
         try:
             with otel.tracer.start_as_current_span("startup"):
                 await first.start()
-                assert await first.wait_leader(timeout=WAIT)
+                assert await first.wait_leader(timeout=EVENT_TIMEOUT)
             first_token = first.fencing_token
             await second.start()
             await third.start()
             await children_reach(a, "/latch", 3)
             with otel.tracer.start_as_current_span("request") as handing:
-                await first.hand_over(to="c", timeout=WAIT)
-            assert await third.wait_leader(timeout=WAIT)
+                await first.hand_over(to="c", timeout=EVENT_TIMEOUT)
+            assert await third.wait_leader(timeout=EVENT_TIMEOUT)
             third_token = third.fencing_token
             with otel.tracer.start_as_current_span("request") as resigning:
                 await third.resign(requeue=False)
             # b gave way to c once; it leads once a, requeued ahead of it or not, is gone.
             await first.aclose()
-            assert await second.wait_leader(timeout=WAIT)
+            assert await second.wait_leader(timeout=EVENT_TIMEOUT)
         finally:
             for latch in (first, second, third):
                 await latch.aclose()
@@ -343,7 +342,7 @@ async def test_an_observer_counts_leader_changes_and_makes_no_span_per_change(
         async with observer.observe() as changes:
             assert await anext(changes) is None  # the first value: no change
             async with LeaderLatch(a, "/latch", participant_id="a") as latch:
-                assert await latch.wait_leader(timeout=WAIT)
+                assert await latch.wait_leader(timeout=EVENT_TIMEOUT)
                 await leader_reaches(changes, "a")
             await leader_reaches(changes, None)
     points = otel.points("aiocoord.leader.changes", aiocoord_path=path)
@@ -381,7 +380,7 @@ async def test_a_group_counts_its_balance_hand_overs_and_reports_as_the_group(
         return fn
 
     async def until(predicate: Any) -> None:
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(EVENT_TIMEOUT):
             while not predicate():
                 changed.clear()
                 await changed.wait()

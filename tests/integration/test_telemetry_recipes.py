@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from _kit import EVENT_TIMEOUT
 from test_telemetry import Otel, _ns, otel, traced  # noqa: F401  (otel, traced are fixtures)
 
 import aiocoord
@@ -31,8 +32,6 @@ from aiocoord import (
 from aiocoord.testing import ZooKeeperTarget, drop_connection, expire_session
 
 pytestmark = pytest.mark.timeout(120)
-
-WAIT = 20.0
 
 
 def api(instance_id: str = "i-1", **changes: object) -> ServiceInstance:
@@ -98,7 +97,7 @@ async def test_an_instance_made_again_in_a_new_session_counts_a_reregistration(
             assert await anext(changes) is not None
             old_session = a.session_id
             await expire_session(a)
-            async with asyncio.timeout(WAIT):
+            async with asyncio.timeout(EVENT_TIMEOUT):
                 while (seen := await anext(changes)) is None or (
                     seen[1].ephemeral_owner == old_session
                 ):
@@ -128,7 +127,7 @@ async def test_a_service_cache_reports_its_build_resync_and_size_as_itself(
             async with cache.events() as events:
                 assert (await anext(events)).type is ServiceCacheEventType.INITIALIZED
                 drop_connection(client)
-                async with asyncio.timeout(WAIT):
+                async with asyncio.timeout(EVENT_TIMEOUT):
                     while (await anext(events)).type is not ServiceCacheEventType.RESYNCED:
                         pass
         finally:
@@ -201,7 +200,7 @@ async def test_a_provider_with_nothing_to_pick_counts_none(
 
 
 async def _until(part: Partitioner, predicate: Callable[[Assignment], bool]) -> None:
-    async with asyncio.timeout(WAIT), part.changes() as changes:
+    async with asyncio.timeout(EVENT_TIMEOUT), part.changes() as changes:
         async for assignment in changes:
             if predicate(assignment):
                 return
@@ -231,7 +230,7 @@ async def test_partitioner_rebalances_holds_owned_items_and_lost_items(
                 emptied = asyncio.Event()
                 two.add_listener(lambda a: None if a.owned else emptied.set())
                 await expire_session(two_client)
-                async with asyncio.timeout(WAIT):
+                async with asyncio.timeout(EVENT_TIMEOUT):
                     await emptied.wait()  # the expiry dropped its items (and their holds)
                 assert total(otel, "aiocoord.holds.lost", aiocoord_path=path) == len(lost)
                 await _until(two, lambda a: a.stable and len(a.owned) == 2)

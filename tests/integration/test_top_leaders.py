@@ -12,6 +12,7 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
+from _kit import EVENT_TIMEOUT
 from test_top import _once, terminal
 from test_top_recipes import _inspect
 
@@ -19,8 +20,6 @@ from aiocoord import Client, LeaderElection, LeaderLatch
 from aiocoord.testing import ZooKeeperTarget
 
 pytestmark = pytest.mark.timeout(90)
-
-WAIT = 20.0
 
 
 @contextlib.asynccontextmanager
@@ -34,7 +33,7 @@ async def latches(
     ]
     try:
         await started[0].start()
-        assert await started[0].wait_leader(timeout=WAIT)
+        assert await started[0].wait_leader(timeout=EVENT_TIMEOUT)
         for latch in started[1:]:
             await latch.start()
         await children_reach(clients[0], path, len(clients))
@@ -120,7 +119,7 @@ async def test_after_a_priority_take_over_the_row_names_the_new_leader_and_its_t
 
     running = asyncio.create_task(low.run(lead))  # queues again after the take-over
     try:
-        await asyncio.wait_for(low_leads.wait(), WAIT)
+        await asyncio.wait_for(low_leads.wait(), EVENT_TIMEOUT)
         async with high.hold():  # low's node is gone once high leads
             await children_reach(a, "/app/election", 2)  # low queued again
             code, out, err = await _once(zookeeper, "/app", "--once", "--json")
@@ -155,7 +154,7 @@ async def test_the_live_view_shows_a_latchs_leader_and_counts_a_change_of_leader
                 "b",
             ]
             await first.resign()  # queues again, behind b
-            assert await second.wait_leader(timeout=WAIT)
+            assert await second.wait_leader(timeout=EVENT_TIMEOUT)
             new_token = second.fencing_token
             await term.wait_for(
                 lambda t: term.row("/app/latch")[-3:] == ["b;", "next:", "a"], "the new leader"

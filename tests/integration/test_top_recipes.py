@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 
 import pytest
+from _kit import EVENT_TIMEOUT
 from test_top import _connection, _once, terminal
 
 from aiocoord import Assignment, Partitioner, ServiceDiscovery, ServiceInstance
@@ -18,7 +19,6 @@ from aiocoord.testing import ZooKeeperTarget
 
 pytestmark = pytest.mark.timeout(90)
 
-WAIT = 20.0
 ITEMS = ["a", "b", "c"]
 
 
@@ -40,7 +40,7 @@ async def _inspect(zookeeper: ZooKeeperTarget, *args: str) -> tuple[int, str, st
 
 
 async def _until(part: Partitioner, predicate: Callable[[Assignment], bool]) -> None:
-    async with asyncio.timeout(WAIT), part.changes() as changes:
+    async with asyncio.timeout(EVENT_TIMEOUT), part.changes() as changes:
         async for assignment in changes:
             if predicate(assignment):
                 return

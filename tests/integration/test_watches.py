@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from _waiting import waiting
 
 import aiocoord
 from aiocoord import EventType, NoNodeError
@@ -88,9 +89,7 @@ async def test_wait_for_change_times_out_under_caller_deadline(coord: aiocoord.C
 async def test_wait_for_change_sees_the_next_change(coord: aiocoord.Client) -> None:
     await coord.create("/n")
     waiter = asyncio.create_task(coord.wait_for_change("/n"))
-    await asyncio.sleep(0)  # the task sends its exists request...
-    # ...and one session's requests are applied in order: the watch is set
-    # before this delete is.
+    await waiting(coord)  # its exists request is answered: the watch is set
     await coord.delete("/n")
     assert (await waiter).type is EventType.DELETED
 

@@ -881,7 +881,7 @@ def number_cases() -> Iterator[Case]:
             ) -> Any:
                 counter = RECIPES[kind](c, P)
                 if method == "compare_and_set":
-                    return counter.compare_and_set(counter._zero, value)
+                    return counter.compare_and_set(b"" if kind == "AtomicBytes" else 0, value)
                 return getattr(counter, method)(value)
 
             yield Case(f"{kind}.{method}({value!r})", call, error, (P,))
