@@ -36,6 +36,7 @@ __all__ = [
     "LockLostError",
     "MarshallingError",
     "MemberIdInUseError",
+    "MissingExtraError",
     "NoAuthError",
     "NoChildrenForEphemeralsError",
     "NoConnectionError",
@@ -139,6 +140,17 @@ class RecipeClosedError(CoordinationError, RuntimeError):
 class UnsupportedEventLoopError(CoordinationError, RuntimeError):
     """aiocoord runs on asyncio (also as anyio's asyncio backend); trio and other
     event loops are not supported."""
+
+
+class MissingExtraError(CoordinationError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install
+    (``pip install 'aiocoord[<extra>]'``). ``extra`` and ``package`` name them."""
+
+    def __init__(self, message: str, *, extra: str, package: str) -> None:
+        super().__init__(message)
+        self.name = package
+        self.extra = extra
+        self.package = package
 
 
 class TLSCertificateError(CoordinationError):
@@ -575,12 +587,22 @@ class AuthFailedError(ZooKeeperError):
     default_message = "authentication failed"
 
     def __init__(
-        self, path: str | None = None, *, op_index: int | None = None, scheme: str | None = None
+        self,
+        path: str | None = None,
+        *,
+        op_index: int | None = None,
+        scheme: str | None = None,
+        cause: str | None = None,
     ):
         super().__init__(path, op_index=op_index)
         self.scheme = scheme
         """The ``auth`` scheme whose credentials were refused, when known."""
-        if scheme is not None:
+        self.cause = cause
+        """What went wrong, in a few words, when the client knows (a SASL mechanism
+        names it: no ticket, an expired ticket, clock skew, ...). Never a secret."""
+        if cause is not None:
+            self.args = (f"authentication failed: {cause}",)
+        elif scheme is not None:
             self.args = (
                 f"authentication failed: the server refused the {scheme!r} credentials "
                 "given in auth= (AUTHFAILED); the client is closed",
