@@ -130,6 +130,9 @@ class KerberosKDC:
         self._created = False
         self._proc: subprocess.Popen[bytes] | None = None
         self._closed = False
+        # kadmin.local runs one at a time: ensemble members start concurrently.
+        self._admin = anyio.Lock()
+        self._ensuring = anyio.Lock()
 
     def __repr__(self) -> str:
         state = "running" if self.is_running else "stopped"
@@ -407,10 +410,17 @@ class KerberosKDC:
     async def _kadmin(self, query: str) -> str:
         if not self._created:
             raise RuntimeError(f"start {self!r} first: the realm is made by start()")
-        return await self._run(
-            [_find_tool("kadmin.local"), "-r", self.realm, "-q", query],
-            what=f"kadmin.local {query.split()[0]}",
-        )
+        async with self._admin:
+            return await self._run(
+                [_find_tool("kadmin.local"), "-r", self.realm, "-q", query],
+                what=f"kadmin.local {query.split()[0]}",
+            )
+
+    async def has_principal(self, name: str) -> bool:
+        """Whether principal *name* is in the realm's database."""
+        principal = self.principal(name)
+        output = await self._kadmin(f"getprinc {principal}")
+        return f"Principal: {principal}" in output
 
     async def add_principal(self, name: str, *, password: str | None = None) -> str:
         """Add principal *name* (``alice``, ``zookeeper/localhost``) to the realm; return
@@ -429,6 +439,13 @@ class KerberosKDC:
                 raise ValueError("password must not hold spaces, quotes or backslashes")
             await self._kadmin(f"addprinc -pw {password} {principal}")
         return principal
+
+    async def ensure_principal(self, name: str) -> str:
+        """:meth:`add_principal` (a random key) unless *name* is there already; its full name."""
+        async with self._ensuring:
+            if await self.has_principal(name):
+                return self.principal(name)
+            return await self.add_principal(name)
 
     async def keytab(self, name: str, path: Path | str | None = None) -> Path:
         """Export principal *name*'s keys (unchanged: a password stays valid) into the

@@ -27,12 +27,17 @@ from collections.abc import Iterator, Mapping, Sequence
 from glob import glob
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import anyio
 
 from .._exceptions import OperationTimeoutError
 from .._process import dying_with_parent
 from ._fourletter import four_letter_word
+
+if TYPE_CHECKING:
+    from ._kdc import KerberosKDC
+    from ._kerberos_server import KerberosServerSetup
 
 __all__ = [
     "ZooKeeperEnsemble",
@@ -347,8 +352,11 @@ class _Quorum:
         self.allocated = True
 
     def server_lines(self) -> dict[str, str]:
+        # Quorum SASL with Kerberos lets a member in only when its principal's host
+        # (zookeeper/localhost) is one of the server lines' hosts.
+        host = "localhost" if any(m.kerberos is not None for m in self.members) else HOST
         return {
-            f"server.{m._myid}": f"{HOST}:{m._peer_port}:{m._election_port}" for m in self.members
+            f"server.{m._myid}": f"{host}:{m._peer_port}:{m._election_port}" for m in self.members
         }
 
 
@@ -383,6 +391,9 @@ class ZooKeeperServer:
         log: bool = False,
         tls: bool = False,
         force_sync: bool = False,
+        kerberos: KerberosKDC | None = None,
+        kerberos_remove_host_from_principal: bool | None = None,
+        kerberos_remove_realm_from_principal: bool | None = None,
     ) -> None:
         if min_session_timeout_ms > max_session_timeout_ms:
             raise ValueError("min_session_timeout_ms > max_session_timeout_ms")
@@ -397,6 +408,12 @@ class ZooKeeperServer:
         self.log = log
         self.tls = tls
         self.force_sync = force_sync
+        self.kerberos = kerberos
+        self._kerberos_options = {
+            "remove_host_from_principal": kerberos_remove_host_from_principal,
+            "remove_realm_from_principal": kerberos_remove_realm_from_principal,
+        }
+        self._kerberos_setup: KerberosServerSetup | None = None
         self._secure_port: int | None = None
         self._tls_password = secrets.token_hex(16)
         self._data_dir: Path | None = None
@@ -544,6 +561,16 @@ class ZooKeeperServer:
         if not self.is_running:
             if self.tls:
                 await self._make_certificate()
+            if self.kerberos is not None and self._kerberos_setup is None:
+                # _kdc imports this module's port and process helpers: import late.
+                from ._kerberos_server import kerberos_server_setup
+
+                self._kerberos_setup = await kerberos_server_setup(
+                    self.kerberos,
+                    self.data_dir,
+                    quorum=self._quorum is not None,
+                    **self._kerberos_options,
+                )
             self._spawn()
         await self._wait_serving(timeout)
 
@@ -621,6 +648,15 @@ class ZooKeeperServer:
                 "ssl.trustStore.type": "PEM",
                 "ssl.clientAuth": "none",
             }
+        security_args: list[str] = []
+        if self._kerberos_setup is not None:
+            from ._kerberos_server import render_jaas
+
+            kerberos = self._kerberos_setup
+            config |= kerberos.config
+            jaas_path = data_dir / "jaas.conf"
+            jaas_path.write_text(render_jaas(kerberos.jaas))
+            security_args += [f"-Djava.security.auth.login.config={jaas_path}", *kerberos.jvm_args]
         config |= self.extra_config
         config_path = data_dir / "zoo.cfg"
         config_path.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
@@ -636,6 +672,7 @@ class ZooKeeperServer:
             f"-Xmx{self.heap_mb}m",
             "-XX:+UseSerialGC",
             "-Djava.net.preferIPv4Stack=true",
+            *security_args,
             *self.jvm_args,
             "-cp",
             classpath,
@@ -919,6 +956,9 @@ class ZooKeeperEnsemble:
         log: bool = False,
         tls: bool = False,
         force_sync: bool = False,
+        kerberos: KerberosKDC | None = None,
+        kerberos_remove_host_from_principal: bool | None = None,
+        kerberos_remove_realm_from_principal: bool | None = None,
     ) -> None:
         if size < 1:
             raise ValueError("an ensemble needs at least one member")
@@ -934,6 +974,9 @@ class ZooKeeperEnsemble:
                 log=log,
                 tls=tls,
                 force_sync=force_sync,
+                kerberos=kerberos,
+                kerberos_remove_host_from_principal=kerberos_remove_host_from_principal,
+                kerberos_remove_realm_from_principal=kerberos_remove_realm_from_principal,
             )
             for _ in range(size)
         ]
