@@ -19,6 +19,7 @@ from ._exceptions import DataInconsistencyError as DataInconsistencyError
 from ._exceptions import DataTooLargeError as DataTooLargeError
 from ._exceptions import DeadlockError as DeadlockError
 from ._exceptions import DetachedAcquireError as DetachedAcquireError
+from ._exceptions import EphemeralOnLocalSessionError as EphemeralOnLocalSessionError
 from ._exceptions import HoldLostError as HoldLostError
 from ._exceptions import InvalidACLError as InvalidACLError
 from ._exceptions import InvalidArgumentError as InvalidArgumentError
@@ -30,6 +31,7 @@ from ._exceptions import LockLostError as LockLostError
 from ._exceptions import MarshallingError as MarshallingError
 from ._exceptions import MemberIdInUseError as MemberIdInUseError
 from ._exceptions import MissingExtraError as MissingExtraError
+from ._exceptions import NewConfigNoQuorumError as NewConfigNoQuorumError
 from ._exceptions import NoAuthError as NoAuthError
 from ._exceptions import NoChildrenForEphemeralsError as NoChildrenForEphemeralsError
 from ._exceptions import NoConnectionError as NoConnectionError
@@ -38,20 +40,27 @@ from ._exceptions import NoNodeError as NoNodeError
 from ._exceptions import NotEmptyError as NotEmptyError
 from ._exceptions import NotOwnerError as NotOwnerError
 from ._exceptions import NotReadOnlyError as NotReadOnlyError
+from ._exceptions import NoWatcherError as NoWatcherError
 from ._exceptions import OperationTimeoutError as OperationTimeoutError
 from ._exceptions import OutcomeUnknownError as OutcomeUnknownError
 from ._exceptions import OwnershipError as OwnershipError
 from ._exceptions import PartitionLostError as PartitionLostError
 from ._exceptions import QueueEmptyError as QueueEmptyError
+from ._exceptions import QuotaExceededError as QuotaExceededError
 from ._exceptions import RecipeClosedError as RecipeClosedError
+from ._exceptions import ReconfigDisabledError as ReconfigDisabledError
+from ._exceptions import ReconfigInProgressError as ReconfigInProgressError
 from ._exceptions import RolledBackError as RolledBackError
 from ._exceptions import RuntimeInconsistencyError as RuntimeInconsistencyError
+from ._exceptions import SaslRequiredError as SaslRequiredError
 from ._exceptions import ServerOperationTimeoutError as ServerOperationTimeoutError
+from ._exceptions import ServerRequestTimeoutError as ServerRequestTimeoutError
 from ._exceptions import SessionError as SessionError
 from ._exceptions import SessionExpiredError as SessionExpiredError
 from ._exceptions import SessionMovedError as SessionMovedError
 from ._exceptions import SystemZooKeeperError as SystemZooKeeperError
 from ._exceptions import TakeLostError as TakeLostError
+from ._exceptions import ThrottledError as ThrottledError
 from ._exceptions import TLSCertificateError as TLSCertificateError
 from ._exceptions import TTLNodesDisabledError as TTLNodesDisabledError
 from ._exceptions import UnimplementedError as UnimplementedError
@@ -124,6 +133,7 @@ from ._session._retry import RetryForever as RetryForever
 from ._session._retry import RetryNTimes as RetryNTimes
 from ._session._retry import RetryPolicy as RetryPolicy
 from ._session._retry import RetryUntilElapsed as RetryUntilElapsed
+from ._session._sasl import SaslDigest as SaslDigest
 from ._session._state import ConnectionState as ConnectionState
 from ._session._state import ErrorPolicy as ErrorPolicy
 from ._session._state import SessionErrorPolicy as SessionErrorPolicy
@@ -192,6 +202,7 @@ __all__ = [
     "DiscoveryTransport",
     "DoubleBarrier",
     "DoubleBarrierEntry",
+    "EphemeralOnLocalSessionError",
     "ErrorPolicy",
     "EventType",
     "ExponentialBackoff",
@@ -218,10 +229,12 @@ __all__ = [
     "MissingExtraError",
     "MultiLock",
     "Mutex",
+    "NewConfigNoQuorumError",
     "NoAuthError",
     "NoChildrenForEphemeralsError",
     "NoConnectionError",
     "NoNodeError",
+    "NoWatcherError",
     "NodeCache",
     "NodeExistsError",
     "NotEmptyError",
@@ -243,19 +256,25 @@ __all__ = [
     "Queue",
     "QueueEmptyError",
     "QueueTake",
+    "QuotaExceededError",
     "ReadWriteLock",
     "RecipeClosedError",
+    "ReconfigDisabledError",
+    "ReconfigInProgressError",
     "RetryForever",
     "RetryNTimes",
     "RetryPolicy",
     "RetryUntilElapsed",
     "RolledBackError",
     "RuntimeInconsistencyError",
+    "SaslDigest",
     "SaslKerberos",
+    "SaslRequiredError",
     "Semaphore",
     "SemaphoreLease",
     "SemaphoreMutex",
     "ServerOperationTimeoutError",
+    "ServerRequestTimeoutError",
     "ServiceCache",
     "ServiceCacheEvent",
     "ServiceCacheEventType",
@@ -276,6 +295,7 @@ __all__ = [
     "TTLNodesDisabledError",
     "TakeLostError",
     "Telemetry",
+    "ThrottledError",
     "Transaction",
     "TreeCache",
     "UnimplementedError",

@@ -26,6 +26,7 @@ __all__ = [
     "DataTooLargeError",
     "DeadlockError",
     "DetachedAcquireError",
+    "EphemeralOnLocalSessionError",
     "HoldLostError",
     "InvalidACLError",
     "InvalidArgumentError",
@@ -37,10 +38,12 @@ __all__ = [
     "MarshallingError",
     "MemberIdInUseError",
     "MissingExtraError",
+    "NewConfigNoQuorumError",
     "NoAuthError",
     "NoChildrenForEphemeralsError",
     "NoConnectionError",
     "NoNodeError",
+    "NoWatcherError",
     "NodeExistsError",
     "NotEmptyError",
     "NotOwnerError",
@@ -50,10 +53,15 @@ __all__ = [
     "OwnershipError",
     "PartitionLostError",
     "QueueEmptyError",
+    "QuotaExceededError",
     "RecipeClosedError",
+    "ReconfigDisabledError",
+    "ReconfigInProgressError",
     "RolledBackError",
     "RuntimeInconsistencyError",
+    "SaslRequiredError",
     "ServerOperationTimeoutError",
+    "ServerRequestTimeoutError",
     "SessionError",
     "SessionExpiredError",
     "SessionMovedError",
@@ -61,6 +69,7 @@ __all__ = [
     "TLSCertificateError",
     "TTLNodesDisabledError",
     "TakeLostError",
+    "ThrottledError",
     "UnimplementedError",
     "UnsupportedEventLoopError",
     "ZooKeeperError",
@@ -581,7 +590,16 @@ class InvalidACLError(ZooKeeperError):
 
 
 class AuthFailedError(ZooKeeperError):
-    """The server refused the credentials in ``auth`` (AUTHFAILED): the client stops for good."""
+    """The server refused the client's credentials (AUTHFAILED), those of ``auth=``
+    or of ``sasl=``, or the SASL exchange could not complete: the client stops for
+    good (retrying would be refused the same way).
+
+    ``scheme`` names the refused ``auth`` scheme, ``mechanism`` the SASL mechanism
+    (``"DIGEST-MD5"``, ``"GSSAPI"``), ``reason`` what is known of the cause. A
+    ZooKeeper server does not tell an unknown SASL user from a wrong password: it
+    answers both with an error code and closes the connection. The message never
+    holds a credential.
+    """
 
     code = -115
     default_message = "authentication failed"
@@ -592,16 +610,19 @@ class AuthFailedError(ZooKeeperError):
         *,
         op_index: int | None = None,
         scheme: str | None = None,
-        cause: str | None = None,
+        mechanism: str | None = None,
+        reason: str | None = None,
     ):
         super().__init__(path, op_index=op_index)
         self.scheme = scheme
         """The ``auth`` scheme whose credentials were refused, when known."""
-        self.cause = cause
-        """What went wrong, in a few words, when the client knows (a SASL mechanism
-        names it: no ticket, an expired ticket, clock skew, ...). Never a secret."""
-        if cause is not None:
-            self.args = (f"authentication failed: {cause}",)
+        self.mechanism = mechanism
+        """The SASL mechanism whose authentication failed, when it was SASL."""
+        self.reason = reason
+        """What is known of the cause, when anything is."""
+        if mechanism is not None:
+            detail = f": {reason}" if reason else ""
+            self.args = (f"SASL authentication ({mechanism}) failed{detail}; the client is closed",)
         elif scheme is not None:
             self.args = (
                 f"authentication failed: the server refused the {scheme!r} credentials "
@@ -622,6 +643,85 @@ class NotReadOnlyError(ZooKeeperError):
 
     code = -119
     default_message = "write refused: server is read-only"
+
+
+class EphemeralOnLocalSessionError(ZooKeeperError):
+    """An ephemeral create in a local session (EPHEMERALONLOCALSESSION): a server with
+    ``localSessionsEnabled`` and without ``localSessionsUpgradingEnabled``."""
+
+    code = -120
+    default_message = "ephemeral nodes cannot be created in a local session"
+
+
+class NoWatcherError(ZooKeeperError):
+    """A watch removal found no such watch on the server (NOWATCHER)."""
+
+    code = -121
+    default_message = "no such watcher"
+
+
+class ServerRequestTimeoutError(ZooKeeperError):
+    """The server dropped the request after its ``zookeeper.request.timeout``
+    (REQUESTTIMEOUT): it may or may not have been applied."""
+
+    code = -122
+    default_message = "the server timed the request out"
+
+
+class ReconfigDisabledError(ZooKeeperError):
+    """A dynamic reconfiguration on an ensemble that has it switched off
+    (RECONFIGDISABLED: ``reconfigEnabled=false``)."""
+
+    code = -123
+    default_message = "dynamic reconfiguration is disabled on this ensemble"
+
+
+class SaslRequiredError(ZooKeeperError):
+    """The ensemble requires SASL authentication and this client has none
+    (SESSIONCLOSEDREQUIRESASLAUTH: ``zookeeper.sessionRequireClientSASLAuth=true``).
+
+    The server closed the connection; the client is closed too, since every
+    reconnection would be refused the same way. Connect with ``sasl=`` (such as
+    :class:`~aiocoord.SaslDigest`). A client that tried SASL and was refused gets
+    :class:`AuthFailedError` instead.
+    """
+
+    code = -124
+    default_message = (
+        "the ensemble requires SASL authentication and this client has none "
+        "(connect with sasl=aiocoord.SaslDigest(...)); the client is closed"
+    )
+
+
+class QuotaExceededError(ZooKeeperError):
+    """The write would break a hard quota set on a parent path (QUOTAEXCEEDED,
+    ``setquota`` with ``zookeeper.enforceQuota=true``); nothing was written."""
+
+    code = -125
+    default_message = "quota exceeded"
+
+
+class ThrottledError(ZooKeeperError):
+    """The server shed the request under load (THROTTLEDOP): nothing was applied,
+    and the same request may succeed a little later."""
+
+    code = -127
+    default_message = "request throttled by the server"
+
+
+class NewConfigNoQuorumError(ZooKeeperError):
+    """A reconfiguration's new configuration has no quorum of connected followers
+    (NEWCONFIGNOQUORUM)."""
+
+    code = -13
+    default_message = "the new configuration has no quorum"
+
+
+class ReconfigInProgressError(ZooKeeperError):
+    """Another reconfiguration is under way (RECONFIGINPROGRESS)."""
+
+    code = -14
+    default_message = "another reconfiguration is in progress"
 
 
 class RolledBackError(ZooKeeperError):
@@ -652,6 +752,15 @@ _CODES: dict[int, type[ZooKeeperError]] = {
         AuthFailedError,
         SessionMovedError,
         NotReadOnlyError,
+        EphemeralOnLocalSessionError,
+        NoWatcherError,
+        ServerRequestTimeoutError,
+        ReconfigDisabledError,
+        SaslRequiredError,
+        QuotaExceededError,
+        ThrottledError,
+        NewConfigNoQuorumError,
+        ReconfigInProgressError,
         RolledBackError,
     )
 }
@@ -660,6 +769,7 @@ _CODES: dict[int, type[ZooKeeperError]] = {
 CONNECTION_LOSS_CODE = -4
 SESSION_EXPIRED_CODE = -112
 UNKNOWN_SESSION_CODE = -12
+SASL_REQUIRED_CODE = SaslRequiredError.code
 """The server no longer knows the session the request came in (it was just closed
 or expired): nothing was applied, and the session is gone."""
 

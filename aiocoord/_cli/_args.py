@@ -10,7 +10,14 @@ from typing import Any, NoReturn
 import aiocoord
 
 from ._exit import ExitCode, exit_codes_text
-from ._session import DEFAULT_ZK, ENV_TLS_CA, ENV_ZK
+from ._session import (
+    DEFAULT_ZK,
+    ENV_SASL_PASSWORD,
+    ENV_SASL_PASSWORD_FILE,
+    ENV_SASL_USER,
+    ENV_TLS_CA,
+    ENV_ZK,
+)
 
 __all__ = ["Parser", "build_parser", "parse"]
 
@@ -87,6 +94,16 @@ def _common() -> Parser:
         default=10.0,
         help="how long the server keeps our session, and what we hold, after it last "
         "heard from us, e.g. once this process is killed (default 10)",
+    )
+    sasl = common.add_argument_group(
+        "SASL (DIGEST-MD5, for an ensemble with SASL users)",
+        f"The user: --sasl-user, else ${ENV_SASL_USER}; the password: the first line of "
+        f"--sasl-password-file, else of ${ENV_SASL_PASSWORD_FILE}, else ${ENV_SASL_PASSWORD} "
+        "(never on the command line, where other users can read it).",
+    )
+    sasl.add_argument("--sasl-user", metavar="NAME", help="authenticate as this SASL user")
+    sasl.add_argument(
+        "--sasl-password-file", metavar="FILE", help="read the SASL user's password from FILE"
     )
     tls = common.add_argument_group("TLS (to a secureClientPort)")
     tls.add_argument("--tls", action="store_true", help="connect with TLS (system CAs or --tls-ca)")
@@ -176,7 +193,8 @@ def build_parser(handlers: dict[str, Handler]) -> tuple[Parser, dict[str, Parser
         "  aiocoord server                      # 127.0.0.1:2181, data discarded on exit\n"
         "  aiocoord server --port 0             # any free port\n"
         "  aiocoord server --ensemble 3 --data-dir ./zk-data\n"
-        "  aiocoord server --port 0 --tls       # also a TLS port; prints export lines",
+        "  aiocoord server --port 0 --tls       # also a TLS port; prints export lines\n"
+        "  aiocoord server --sasl-user alice:secret   # SASL required of every client",
         connects=False,
     )
     server.add_argument("--ensemble", metavar="N", type=_positive_int, default=1)
@@ -185,6 +203,13 @@ def build_parser(handlers: dict[str, Handler]) -> tuple[Parser, dict[str, Parser
     )
     server.add_argument("--data-dir", metavar="DIR", help="keep ZooKeeper's data here")
     server.add_argument("--tls", action="store_true", help="also serve TLS (self-signed)")
+    server.add_argument(
+        "--sasl-user",
+        metavar="NAME:PASSWORD",
+        action="append",
+        help="a DIGEST-MD5 user; with any, every client must authenticate with SASL "
+        "(may be repeated; for trying it out: the password shows in the process list)",
+    )
     server.set_defaults(interrupt_ok=True)
 
     lock = add(

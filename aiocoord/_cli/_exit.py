@@ -78,7 +78,12 @@ def error_to_exit(error: BaseException) -> CliError:
         return error
     text = " ".join(str(error).split()) or type(error).__name__
     code: ExitCode
-    if isinstance(error, aiocoord.AuthFailedError | aiocoord.NoAuthError):
+    if isinstance(error, aiocoord.SaslRequiredError):
+        code = ExitCode.NO_PERMISSION
+        text = (
+            "the ensemble requires SASL authentication: give --sasl-user and --sasl-password-file"
+        )
+    elif isinstance(error, aiocoord.AuthFailedError | aiocoord.NoAuthError):
         code = ExitCode.NO_PERMISSION
     elif isinstance(error, aiocoord.OwnershipError | aiocoord.BarrierBrokenError):
         code = ExitCode.LOST

@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING
 
 from ._exit import CliError, ExitCode
 from ._output import log, write_line
-from ._session import DEFAULT_ZK, ENV_TLS_CA, ENV_ZK, Interrupts
+from ._session import (
+    DEFAULT_ZK,
+    ENV_SASL_PASSWORD,
+    ENV_SASL_USER,
+    ENV_TLS_CA,
+    ENV_ZK,
+    Interrupts,
+)
 
 if TYPE_CHECKING:
     from aiocoord.testing import ZooKeeperEnsemble, ZooKeeperServer
@@ -44,6 +51,7 @@ def _build(args: argparse.Namespace) -> ZooKeeperServer | ZooKeeperEnsemble:
     from aiocoord.testing import ZooKeeperEnsemble, ZooKeeperServer
 
     data_dir = Path(args.data_dir).resolve() if args.data_dir else None
+    users = _sasl_users(args.sasl_user or ())
     if args.ensemble > 1:
         if args.tls:
             raise CliError(ExitCode.USAGE, "--tls works with a single server")
@@ -51,7 +59,9 @@ def _build(args: argparse.Namespace) -> ZooKeeperServer | ZooKeeperEnsemble:
             raise CliError(
                 ExitCode.USAGE, "--port sets a single server's port; an ensemble picks free ones"
             )
-        ensemble = ZooKeeperEnsemble(args.ensemble, tls=args.tls)
+        ensemble = ZooKeeperEnsemble(
+            args.ensemble, tls=args.tls, sasl_users=users, require_sasl=bool(users)
+        )
         if data_dir is not None:
             for member in ensemble:
                 # ZooKeeper reads a member's id from its data dir.
@@ -67,7 +77,24 @@ def _build(args: argparse.Namespace) -> ZooKeeperServer | ZooKeeperEnsemble:
     if data_dir is not None:
         data_dir.mkdir(parents=True, exist_ok=True)
         extra["dataDir"] = str(data_dir)
-    return ZooKeeperServer(port=port or None, extra_config=extra, tls=args.tls)
+    return ZooKeeperServer(
+        port=port or None,
+        extra_config=extra,
+        tls=args.tls,
+        sasl_users=users,
+        require_sasl=bool(users),
+    )
+
+
+def _sasl_users(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """``--sasl-user NAME:PASSWORD`` values as a dict (a usage error if malformed)."""
+    users: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, password = pair.partition(":")
+        if not sep or not name:
+            raise CliError(ExitCode.USAGE, "--sasl-user takes NAME:PASSWORD")
+        users[name] = password
+    return users
 
 
 async def _exited(pid: int | None) -> None:
@@ -124,6 +151,8 @@ async def server_command(args: argparse.Namespace, interrupts: Interrupts) -> in
         raise CliError(ExitCode.USAGE, "--ensemble needs at least 1 member")
     try:
         target = _build(args)
+    except ValueError as error:  # a SASL user name or password the kit cannot write
+        raise CliError(ExitCode.USAGE, f"--sasl-user: {error}") from error
     except OSError as error:
         raise CliError(ExitCode.USAGE, f"cannot use --data-dir: {error}") from error
     members = list(target) if isinstance(target, ZooKeeperEnsemble) else [target]
@@ -145,6 +174,13 @@ async def server_command(args: argparse.Namespace, interrupts: Interrupts) -> in
             write_line(f"# TLS connect string: {target.secure_connect_string}")
             write_line(f"export {ENV_TLS_CA}={members[0].tls_ca_file}")
             write_line("# (a TLS client: aiocoord --tls --zk <TLS connect string> ...)")
+        if args.sasl_user:
+            first = next(iter(members[0].sasl_users))
+            write_line(f"# SASL required; users: {', '.join(members[0].sasl_users)}")
+            write_line(f"export {ENV_SASL_USER}={first}")
+            write_line(
+                f"# (and the password: export {ENV_SASL_PASSWORD}=... or --sasl-password-file)"
+            )
         write_line(f"export {ENV_ZK}={target.connect_string}")
         await _any_exits([member.pid for member in members])
         stopped = [str(member.connect_string) for member in members if not member.is_running]

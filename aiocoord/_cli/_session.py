@@ -19,6 +19,9 @@ from ._output import log, quiet_unless_verbose, session_hex
 
 __all__ = [
     "DEFAULT_ZK",
+    "ENV_SASL_PASSWORD",
+    "ENV_SASL_PASSWORD_FILE",
+    "ENV_SASL_USER",
     "ENV_TLS_CA",
     "ENV_ZK",
     "Interrupts",
@@ -30,6 +33,9 @@ __all__ = [
 
 ENV_ZK = "AIOCOORD_ZK"
 ENV_TLS_CA = "AIOCOORD_TLS_CA"
+ENV_SASL_USER = "AIOCOORD_SASL_USER"
+ENV_SASL_PASSWORD_FILE = "AIOCOORD_SASL_PASSWORD_FILE"
+ENV_SASL_PASSWORD = "AIOCOORD_SASL_PASSWORD"
 DEFAULT_ZK = "127.0.0.1:2181"
 
 
@@ -64,6 +70,35 @@ def _tls_context(args: argparse.Namespace) -> ssl.SSLContext | None:
     return context
 
 
+def _sasl(args: argparse.Namespace) -> aiocoord.SaslDigest | None:
+    """DIGEST-MD5 credentials from ``--sasl-user``/``--sasl-password-file`` or the
+    environment; None when no user is named."""
+    user = args.sasl_user or os.environ.get(ENV_SASL_USER)
+    password_file = args.sasl_password_file or os.environ.get(ENV_SASL_PASSWORD_FILE)
+    if not user:
+        if args.sasl_password_file:
+            raise CliError(ExitCode.USAGE, "--sasl-password-file needs --sasl-user")
+        return None
+    if password_file:
+        try:
+            with open(password_file, encoding="utf-8") as file:
+                password = file.readline().rstrip("\r\n")
+        except (OSError, UnicodeDecodeError) as error:
+            raise CliError(
+                ExitCode.USAGE, f"cannot read the SASL password file {password_file!r}: {error}"
+            ) from error
+    elif ENV_SASL_PASSWORD in os.environ:
+        password = os.environ[ENV_SASL_PASSWORD]
+    else:
+        raise CliError(
+            ExitCode.USAGE,
+            f"SASL user {user!r} needs a password: --sasl-password-file, "
+            f"${ENV_SASL_PASSWORD_FILE} or ${ENV_SASL_PASSWORD}",
+        )
+    with bad_input():
+        return aiocoord.SaslDigest(user, password)
+
+
 def make_client(args: argparse.Namespace) -> aiocoord.Client:
     """A client for the options, not started (nothing is sent: input is checked first)."""
     auth: list[tuple[str, str]] = []
@@ -77,6 +112,7 @@ def make_client(args: argparse.Namespace) -> aiocoord.Client:
         "start_timeout": args.connect_timeout,
         "connect_timeout": min(args.connect_timeout, 2.0),
         "auth": auth,
+        "sasl": _sasl(args),
         "ssl_context": _tls_context(args),
     }
     if args.namespace:
@@ -93,7 +129,11 @@ async def connected(client: aiocoord.Client, args: argparse.Namespace) -> AsyncI
         with quiet_unless_verbose():
             await client.start(timeout=args.connect_timeout)
     except aiocoord.AuthFailedError as error:
-        raise CliError(ExitCode.NO_PERMISSION, f"ZooKeeper at {hosts} refused --auth") from error
+        if error.mechanism is not None:
+            message = f"ZooKeeper at {hosts} refused the SASL user's credentials ({error.reason})"
+        else:
+            message = f"ZooKeeper at {hosts} refused --auth"
+        raise CliError(ExitCode.NO_PERMISSION, message) from error
     except aiocoord.OperationTimeoutError as error:
         raise CliError(ExitCode.UNAVAILABLE, f"cannot reach ZooKeeper: {error}") from error
     except aiocoord.CoordinationError as error:  # e.g. every server's certificate refused

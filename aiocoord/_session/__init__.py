@@ -26,8 +26,16 @@ second client (session expiry).
 """
 
 from ._batch import Fence, Pipeline, Transaction
-from ._client import Client, check_client, connect, drop_connection, hold_reconnects
+from ._client import (
+    Client,
+    check_client,
+    connect,
+    drop_connection,
+    hold_reconnects,
+    sasl_of,
+)
 from ._connection import SendRecord, track_sends
+from ._engine import authenticate
 from ._nodes import (
     PROTECTED_PREFIX,
     OwnNode,
@@ -50,6 +58,7 @@ from ._retry import (
     call_with_retry,
     is_retryable,
 )
+from ._sasl import SaslDigest, SaslExchange, SaslMechanism
 from ._state import (
     ConnectionState,
     ErrorPolicy,
@@ -80,12 +89,16 @@ __all__ = [
     "RetryNTimes",
     "RetryPolicy",
     "RetryUntilElapsed",
+    "SaslDigest",
+    "SaslExchange",
+    "SaslMechanism",
     "SendRecord",
     "SessionErrorPolicy",
     "StandardErrorPolicy",
     "Transaction",
     "Watch",
     "WatchKind",
+    "authenticate",
     "call_with_retry",
     "check_client",
     "check_error_policy",
@@ -100,5 +113,6 @@ __all__ = [
     "protected_marker",
     "retry_on_connection_loss",
     "run_cleanup",
+    "sasl_of",
     "track_sends",
 ]

@@ -35,12 +35,13 @@ from ._nodes import OwnNode, Parents, find_protected
 from ._options import DEFAULT_MAX_DATA_SIZE, Hosts, Settings
 from ._requests import CreateOptions, RequestBuilder
 from ._retry import RetryPolicy, call_with_retry, is_retryable
+from ._sasl import SaslMechanism
 from ._state import ConnectionState, ErrorPolicy
 from ._stream import ChangeStream
 from ._watch import PersistentWatch, Watch, WatchRegistry
 from ._watching import Watcher
 
-__all__ = ["Client", "check_client", "connect", "drop_connection"]
+__all__ = ["Client", "check_client", "connect", "drop_connection", "hold_reconnects", "sasl_of"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -66,6 +67,7 @@ class Client:
         start_timeout: float | None = None,
         retry: RetryPolicy | None = None,
         auth: Sequence[tuple[str, str | bytes]] | None = None,
+        sasl: SaslMechanism | None = None,
         read_only: bool = False,
         default_acl: Sequence[ACL] = OPEN_ACL_UNSAFE,
         max_data_size: int = DEFAULT_MAX_DATA_SIZE,
@@ -81,6 +83,7 @@ class Client:
             start_timeout=start_timeout,
             retry=retry,
             auth=auth,
+            sasl=sasl,
             read_only=read_only,
             default_acl=default_acl,
             max_data_size=max_data_size,
@@ -120,7 +123,7 @@ class Client:
         Raises OperationTimeoutError (after closing) if no session was had within
         ``timeout`` seconds (default: the client's ``start_timeout``, else the
         session timeout), naming the last attempt's failure, and
-        AuthFailedError if the server refused the credentials.
+        AuthFailedError if the server refused the credentials (``auth=`` or ``sasl=``).
         """
         if timeout is None:
             timeout = self._start_timeout
@@ -561,6 +564,7 @@ def connect(
     start_timeout: float | None = None,
     retry: RetryPolicy | None = None,
     auth: Sequence[tuple[str, str | bytes]] | None = None,
+    sasl: SaslMechanism | None = None,
     read_only: bool = False,
     default_acl: Sequence[ACL] = OPEN_ACL_UNSAFE,
     max_data_size: int = DEFAULT_MAX_DATA_SIZE,
@@ -585,6 +589,11 @@ def connect(
     - ``retry``: the policy of :meth:`Client.retry` and of the recipes.
     - ``auth``: ``(scheme, credential)`` pairs such as ``("digest", "user:pw")``,
       sent on every connection. ``default_acl`` applies to creates without one.
+    - ``sasl``: authenticate with SASL on every connection, before any request
+      (:class:`SaslDigest`: DIGEST-MD5 user and password); the connection then
+      holds the ACL identity ``sasl:<user>``. Refused credentials raise
+      AuthFailedError; an ensemble that requires SASL of a client without it,
+      SaslRequiredError. Either closes the client.
     - ``read_only``: accept a server that lost its quorum (state READ_ONLY).
     - ``max_data_size``: the server's ``jute.maxbuffer`` (default ZooKeeper's).
     - ``ssl_context``: connect with TLS (to a ``secureClientPort``).
@@ -603,6 +612,7 @@ def connect(
         start_timeout=start_timeout,
         retry=retry,
         auth=auth,
+        sasl=sasl,
         read_only=read_only,
         default_acl=default_acl,
         max_data_size=max_data_size,
@@ -616,6 +626,12 @@ def drop_connection(client: Client) -> None:
     """Cut the client's socket abruptly, as a network failure would (see
     :func:`aiocoord.testing.drop_connection`)."""
     client._engine.drop_connection()
+
+
+def sasl_of(client: Client) -> SaslMechanism | None:
+    """The SASL mechanism ``client`` authenticates with (for
+    :func:`aiocoord.testing.expire_session`, whose connection must too)."""
+    return client._engine.sasl
 
 
 def hold_reconnects(client: Client) -> contextlib.AbstractContextManager[None]:

@@ -22,6 +22,7 @@ from typing import Any, cast
 
 from .. import _telemetry
 from .._exceptions import (
+    SASL_REQUIRED_CODE,
     SESSION_EXPIRED_CODE,
     UNKNOWN_SESSION_CODE,
     ConnectionLossError,
@@ -131,6 +132,7 @@ class Connection(asyncio.BufferedProtocol):
         *,
         timed: bool = False,
         on_session_ended: ClosedHandler | None = None,
+        on_sasl_required: ClosedHandler | None = None,
     ) -> None:
         self._loop = asyncio.get_running_loop()
         self._timed = timed
@@ -139,6 +141,8 @@ class Connection(asyncio.BufferedProtocol):
         self._on_closed = on_closed
         self._on_session_ended = on_session_ended
         """Called when a reply says the session has ended though the socket is open."""
+        self._on_sasl_required = on_sasl_required
+        """Called when a reply says the server requires SASL (it closes the socket next)."""
         self._transport: asyncio.Transport | None = None
         self._buffer = bytearray(_READ_SIZE)
         self._start = 0  # unparsed bytes are self._buffer[self._start : self._end]
@@ -335,6 +339,8 @@ class Connection(asyncio.BufferedProtocol):
         # back SESSIONEXPIRED, for as long as the socket lasted (20 s and more).
         if err in (SESSION_EXPIRED_CODE, UNKNOWN_SESSION_CODE) and self._on_session_ended:
             self._on_session_ended(self)
+        elif err == SASL_REQUIRED_CODE and self._on_sasl_required:
+            self._on_sasl_required(self)
 
     # --- sending --------------------------------------------------------------
 
@@ -525,10 +531,17 @@ async def open_connection(
     *,
     timed: bool = False,
     on_session_ended: ClosedHandler | None = None,
+    on_sasl_required: ClosedHandler | None = None,
 ) -> Connection:
     loop = asyncio.get_running_loop()
     _transport, protocol = await loop.create_connection(
-        lambda: Connection(on_event, on_closed, timed=timed, on_session_ended=on_session_ended),
+        lambda: Connection(
+            on_event,
+            on_closed,
+            timed=timed,
+            on_session_ended=on_session_ended,
+            on_sasl_required=on_sasl_required,
+        ),
         host,
         port,
         ssl=ssl_context,

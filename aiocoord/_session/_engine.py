@@ -33,6 +33,7 @@ from .._exceptions import (
     DataTooLargeError,
     NoConnectionError,
     OperationTimeoutError,
+    SaslRequiredError,
     SessionExpiredError,
     TLSCertificateError,
     UnsupportedEventLoopError,
@@ -42,11 +43,12 @@ from . import _zk
 from ._connection import Connection, ReplyHook, open_connection
 from ._options import Settings, parse_hosts
 from ._requests import RequestBuilder
+from ._sasl import SaslMechanism
 from ._state import ConnectionState
 from ._stream import Broadcast
 from ._watch import WatchKind, WatchRegistry
 
-__all__ = ["DEFAULT", "SessionEngine", "only_in_session", "request_timeout"]
+__all__ = ["DEFAULT", "SessionEngine", "authenticate", "only_in_session", "request_timeout"]
 
 log = logging.getLogger("aiocoord")
 
@@ -113,6 +115,38 @@ def request_timeout(seconds: float | None) -> contextlib.AbstractContextManager[
     return _Scoped(_override, seconds)
 
 
+async def authenticate(conn: Connection, mechanism: SaslMechanism, host: str) -> None:
+    """Run one SASL exchange on ``conn`` (connected to ``host``), right after the
+    session handshake and before anything else is sent on it.
+
+    As ZooKeeper's Java client does: after the ConnectResponse, before auth
+    packets, watch re-arming and queued requests. The server answers refused
+    credentials with an error code (AUTHFAILED, or SESSIONCLOSEDREQUIRESASLAUTH
+    where SASL is required) and closes the socket: AuthFailedError, never
+    retried. A socket that closes with no such answer is a connection loss
+    like any other (the next server is tried).
+    """
+    exchange = mechanism.exchange(host)
+    name = exchange.mechanism
+    token: bytes | None = await exchange.first()
+    while token is not None:
+        try:
+            reply: bytes = await conn.submit(_zk.sasl_op(token))
+        except (AuthFailedError, SaslRequiredError) as refusal:
+            raise AuthFailedError(
+                mechanism=name,
+                reason=f"{conn.peer[0]}:{conn.peer[1]} refused the credentials "
+                f"(error {refusal.code}; ZooKeeper does not say whether the user is "
+                "unknown or the password wrong)",
+            ) from None
+        if exchange.complete:
+            break
+        token = await exchange.step(reply)
+    if not exchange.complete:
+        raise AuthFailedError(mechanism=name, reason="the exchange ended before it was complete")
+    log.debug("SASL %s authentication with %s:%s done", name, *conn.peer)
+
+
 class SessionEngine:
     """Connects, keeps the session, reports states, and carries requests.
 
@@ -132,6 +166,7 @@ class SessionEngine:
         self._request_timeout = settings.request_timeout_or_default()
         self._connect_timeout = settings.connect_timeout_for(len(self._hosts))
         self._auth = settings.credentials
+        self._sasl = settings.sasl
         self._allow_read_only = settings.read_only
         self._ssl = settings.ssl_context
         self._timed = _telemetry.times_requests(settings.telemetry)
@@ -181,6 +216,11 @@ class SessionEngine:
         if not self.session_id:
             return None
         return self.session_id, self._password
+
+    @property
+    def sasl(self) -> SaslMechanism | None:
+        """The SASL mechanism every connection authenticates with, if any."""
+        return self._sasl
 
     @property
     def connected(self) -> bool:
@@ -316,7 +356,7 @@ class SessionEngine:
             await self._run_sessions()
         except asyncio.CancelledError:
             raise
-        except (AuthFailedError, TLSCertificateError) as error:
+        except (AuthFailedError, SaslRequiredError, TLSCertificateError) as error:
             self._fail_fatally(error)
         except Exception as error:
             log.exception("aiocoord session task failed")
@@ -452,6 +492,7 @@ class SessionEngine:
                     self._ssl,
                     timed=self._timed,
                     on_session_ended=self._session_ended,
+                    on_sasl_required=self._sasl_required,
                 )
                 reply = await conn.send_connect(
                     self._last_zxid,
@@ -473,6 +514,8 @@ class SessionEngine:
                 # until the state says RECONNECTED, so that whoever wakes on
                 # one sees a connected client.
                 self._deferred_events = []
+                if self._sasl is not None:
+                    await self._authenticate(conn, host)
                 await self._prime(conn, resumed)
         except (OSError, TimeoutError, ConnectionLossError) as error:
             self._note_failure(host, port, error, handshake=conn is not None)
@@ -484,7 +527,7 @@ class SessionEngine:
                 conn.abort()
             self._flush_deferred_events()
             return None
-        except AuthFailedError:
+        except (AuthFailedError, SaslRequiredError):
             if conn is not None:
                 conn.abort()
             self._flush_deferred_events()
@@ -499,6 +542,29 @@ class SessionEngine:
         events, self._deferred_events = self._deferred_events, None
         for event_type, server_path in events or ():
             self._watches.fire(event_type, server_path, self._requests.user_path(server_path))
+
+    async def _authenticate(self, conn: Connection, host: str) -> None:
+        assert self._sasl is not None
+        await authenticate(conn, self._sasl, host)
+
+    def _sasl_required(self, conn: Connection) -> None:
+        """A reply said the server requires SASL of this client (it closes the socket).
+
+        Every connection would be refused the same way: the client stops, as
+        after AuthFailedError. The request answered so fails with
+        SaslRequiredError, and so does every later one.
+        """
+        if self._closing or conn is not self._conn:
+            return  # during priming: _prime raises it
+        log.warning(
+            "%s:%s requires SASL authentication and the client has none: closing the client",
+            *conn.peer,
+        )
+        # SUSPENDED first, truthfully: the connection is gone for good, and
+        # holders must not go on trusting it.
+        self._suspend(conn)
+        self._fail_fatally(SaslRequiredError())
+        conn.abort()
 
     async def _prime(self, conn: Connection, resumed: bool) -> None:
         """Authenticate and (for a resumed session) re-arm watches before any request."""
@@ -517,6 +583,8 @@ class SessionEngine:
             waiters += [conn.send_special(_zk.XID_SET_WATCHES, f) for f in frames]
         for index, waiter in enumerate(waiters):
             code = await waiter
+            if code == SaslRequiredError.code:
+                raise SaslRequiredError()
             if code == AuthFailedError.code:
                 # Auth replies come first, in the order of ``auth``.
                 scheme = self._auth[index][0] if index < len(self._auth) else None
@@ -704,6 +772,9 @@ class SessionEngine:
         while True:
             conn = self._conn
             if self._closing:
+                if self._fatal is not None and not self.closed:
+                    # Stopped by the server (SaslRequiredError), not closed by its owner.
+                    raise self._fatal
                 # The connection stays open while closeSession is in flight;
                 # anything sent behind it would only come back SESSIONEXPIRED.
                 raise ClientClosedError("client closed")

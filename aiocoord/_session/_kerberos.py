@@ -109,10 +109,7 @@ def kerberos_cause(error: BaseException) -> str:
 
 def _failed(error: BaseException, *, service_principal: str) -> AuthFailedError:
     cause = kerberos_cause(error)
-    return AuthFailedError(
-        scheme="sasl",
-        cause=f"Kerberos (GSSAPI) to {service_principal}: {cause}",
-    )
+    return AuthFailedError(mechanism=MECHANISM, reason=f"{cause}; server {service_principal}")
 
 
 def canonical_host(host: str) -> str:
@@ -282,16 +279,15 @@ class KerberosExchange:
             offer = bytes(self._context.unwrap(challenge).message)
             if len(offer) != 4:
                 raise AuthFailedError(
-                    scheme="sasl",
-                    cause=f"Kerberos (GSSAPI) to {self._service_principal}: the server's "
-                    f"security-layer offer is {len(offer)} octets, not 4",
+                    mechanism=MECHANISM,
+                    reason=f"the security-layer offer of {self._service_principal} is "
+                    f"{len(offer)} octets, not 4",
                 )
             if not offer[0] & _NO_SECURITY_LAYER:
                 raise AuthFailedError(
-                    scheme="sasl",
-                    cause=f"Kerberos (GSSAPI) to {self._service_principal}: the server "
-                    "requires a security layer (integrity or privacy), which ZooKeeper "
-                    "clients do not use",
+                    mechanism=MECHANISM,
+                    reason=f"{self._service_principal} requires a security layer "
+                    "(integrity or privacy), which ZooKeeper clients do not use",
                 )
             authzid = str(self._context.initiator_name).encode()
             # The size octets must be 0 when no security layer is chosen.

@@ -13,6 +13,7 @@ from .._telemetry import Telemetry
 from .._types import ACL, OPEN_ACL_UNSAFE
 from . import _zk
 from ._retry import BoundedExponentialBackoff, RetryPolicy
+from ._sasl import SaslMechanism
 from ._state import ErrorPolicy, StandardErrorPolicy, check_error_policy
 
 __all__ = ["DEFAULT_MAX_DATA_SIZE", "ClientOptions", "Settings", "parse_hosts"]
@@ -34,6 +35,7 @@ class ClientOptions(TypedDict, total=False):
     start_timeout: float | None
     retry: RetryPolicy | None
     auth: Sequence[tuple[str, str | bytes]] | None
+    sasl: SaslMechanism | None
     read_only: bool
     default_acl: Sequence[ACL]
     max_data_size: int
@@ -53,6 +55,7 @@ class Settings:
     start_timeout: float | None = None
     retry: RetryPolicy | None = None
     auth: Sequence[tuple[str, str | bytes]] | None = None
+    sasl: SaslMechanism | None = None
     read_only: bool = False
     default_acl: Sequence[ACL] = OPEN_ACL_UNSAFE
     max_data_size: int = DEFAULT_MAX_DATA_SIZE
@@ -71,6 +74,10 @@ class Settings:
             if value is not None:
                 check_seconds(value, name, positive=True, allow_inf=True)
         _check_instance(self.retry, RetryPolicy, "retry", "an aiocoord.RetryPolicy")
+        if self.sasl is not None and not isinstance(self.sasl, SaslMechanism):
+            raise ArgumentTypeError(
+                "sasl", "an aiocoord.SaslDigest, an aiocoord.SaslKerberos or None", self.sasl
+            )
         check_flag(self.read_only, "read_only")
         check_int(self.max_data_size, "max_data_size", minimum=1, maximum=2**31 - 1)
         _check_instance(self.ssl_context, ssl.SSLContext, "ssl_context", "an ssl.SSLContext")

@@ -41,6 +41,7 @@ OP_CREATE2: Final = 15
 OP_CREATE_CONTAINER: Final = 19
 OP_CREATE_TTL: Final = 21
 OP_AUTH: Final = 100
+OP_SASL: Final = 102
 OP_SET_WATCHES: Final = 101
 OP_SET_WATCHES2: Final = 105
 OP_ADD_WATCH: Final = 106
@@ -63,6 +64,7 @@ _OPERATION_NAMES: Final = {
     OP_CREATE2: "create",
     OP_CREATE_CONTAINER: "create",
     OP_CREATE_TTL: "create",
+    OP_SASL: "sasl",
     OP_SET_WATCHES: "set_watches",
     OP_SET_WATCHES2: "set_watches",
     OP_ADD_WATCH: "add_watch",
@@ -448,6 +450,17 @@ def parse_connect_reply(body: bytes) -> ConnectReply:
 def ping_frame() -> bytes:
     body: bytes = zp.PingRequest().serialize(XID_PING)
     return _SIZE.pack(len(body)) + body
+
+
+def _decode_sasl(body: bytes) -> bytes:
+    # SetSASLResponse{token}: a buffer, -1 long for a null token.
+    (size,) = _INT.unpack_from(body, 0)
+    return b"" if size < 0 else body[4 : 4 + size]
+
+
+def sasl_op(token: bytes) -> Op:
+    """GetSASLRequest{token} (opcode 102): one SASL token; the reply is the server's."""
+    return Op(OP_SASL, _buffer(token), None, _decode_sasl)
 
 
 def auth_frame(scheme: str, credential: bytes) -> bytes:

@@ -11,15 +11,29 @@ import itertools
 
 import anyio
 
-from .._session import Client, ConnectionState, _zk, hold_reconnects
+from .._session import (
+    Client,
+    ConnectionState,
+    SaslMechanism,
+    _zk,
+    authenticate,
+    hold_reconnects,
+    sasl_of,
+)
 from .._session import drop_connection as _drop_connection
 from .._session._connection import open_connection
 
 __all__ = ["drop_connection", "expire_session"]
 
 
-async def _close_session(host: str, port: int, session_id: int, password: bytes) -> bool:
-    """Close a session from a second connection; False if the server did not confirm."""
+async def _close_session(
+    host: str, port: int, session_id: int, password: bytes, sasl: SaslMechanism | None
+) -> bool:
+    """Close a session from a second connection; False if the server did not confirm.
+
+    With ``sasl`` (the client's own mechanism) the connection authenticates first,
+    as a server that requires SASL refuses the close otherwise.
+    """
     try:
         conn = await open_connection(host, port, lambda _f: None, lambda _c: None, None)
     except OSError:
@@ -30,6 +44,11 @@ async def _close_session(host: str, port: int, session_id: int, password: bytes)
         # session is ours for as short a time as can be (the caller also holds
         # the client's own reconnection until the close has applied).
         handshake = conn.send_connect(0, 30_000, session_id, password, False)
+        if sasl is not None:
+            reply = await handshake
+            if reply.timeout_ms <= 0:
+                return True  # already expired
+            await authenticate(conn, sasl, host)
         closing = conn.submit(_zk.close_op())
         closing.add_done_callback(lambda f: f.cancelled() or f.exception())
         reply = await handshake
@@ -80,6 +99,7 @@ async def expire_session(
         raise RuntimeError("the client has no session to expire")
     session_id, password = identity
     servers = _servers(client, address)
+    sasl = sasl_of(client)
     changes = client.state_changes()
     try:
         with anyio.fail_after(timeout):
@@ -94,7 +114,7 @@ async def expire_session(
                 for attempt in itertools.count():
                     host, port = servers[attempt % len(servers)]
                     with anyio.move_on_after(_ATTEMPT_TIMEOUT):
-                        if await _close_session(host, port, session_id, password):
+                        if await _close_session(host, port, session_id, password, sasl):
                             break
                     await anyio.sleep(0.01)
             if not wait:

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._kdc import KerberosKDC
+from ._security import JaasEntry
 
-__all__ = ["KerberosServerSetup", "kerberos_server_setup", "render_jaas"]
+__all__ = ["KerberosServerSetup", "kerberos_server_setup"]
 
 SERVICE = "zookeeper"
 SERVER_HOST = "localhost"
@@ -31,37 +32,29 @@ class KerberosServerSetup:
     login module entry beside this one).
 
     ``jaas``: JAAS section name -> login module entries (``Server``, and for quorum
-    members ``QuorumServer`` and ``QuorumLearner``); :func:`render_jaas` writes them.
+    members ``QuorumServer`` and ``QuorumLearner``), written with the other
+    mechanisms' by :class:`~aiocoord.testing._security.SecurityOptions`.
     ``config``: ``zoo.cfg`` lines. ``jvm_args``: flags, less the JAAS file's
     ``-Djava.security.auth.login.config``, which names the file the caller writes.
     """
 
     principal: str
     keytab: Path
-    jaas: Mapping[str, Sequence[str]]
+    jaas: Mapping[str, Sequence[JaasEntry]]
     config: Mapping[str, str] = field(default_factory=dict)
     jvm_args: Sequence[str] = ()
 
 
-def _login_entry(principal: str, keytab: Path) -> str:
-    return (
-        f"{_KRB5_LOGIN} required\n"
-        "    useKeyTab=true\n"
-        f'    keyTab="{keytab}"\n'
-        "    storeKey=true\n"
-        "    useTicketCache=false\n"
-        "    doNotPrompt=true\n"
-        f'    principal="{principal}";'
-    )
-
-
-def render_jaas(sections: Mapping[str, Sequence[str]]) -> str:
-    """A JAAS login configuration file's text for *sections* (name -> entries)."""
-    parts = []
-    for name, entries in sections.items():
-        body = "\n".join("    " + entry.replace("\n", "\n    ") for entry in entries)
-        parts.append(f"{name} {{\n{body}\n}};\n")
-    return "\n".join(parts)
+def _login_entry(principal: str, keytab: Path) -> JaasEntry:
+    options: dict[str, str | bool] = {
+        "useKeyTab": True,
+        "keyTab": str(keytab),
+        "storeKey": True,
+        "useTicketCache": False,
+        "doNotPrompt": True,
+        "principal": principal,
+    }
+    return JaasEntry(_KRB5_LOGIN, options)
 
 
 async def kerberos_server_setup(
@@ -86,7 +79,7 @@ async def kerberos_server_setup(
     if not keytab.is_file():
         await kdc.keytab(principal, keytab)
     entry = _login_entry(principal, keytab)
-    jaas: dict[str, list[str]] = {"Server": [entry]}
+    jaas: dict[str, list[JaasEntry]] = {"Server": [entry]}
     config = {"authProvider.1": SASL_PROVIDER}
     if remove_host_from_principal is not None:
         config["kerberos.removeHostFromPrincipal"] = str(remove_host_from_principal).lower()
@@ -101,7 +94,6 @@ async def kerberos_server_setup(
             "quorum.auth.serverRequireSasl": "true",
             # The learner asks for this principal of the member it connects to.
             "quorum.auth.kerberos.servicePrincipal": principal,
-            "quorum.cnxn.threads.size": "6",
         }
     jvm_args = (
         f"-Djava.security.krb5.conf={kdc.krb5_conf}",

@@ -33,7 +33,9 @@ import anyio
 
 from .._exceptions import OperationTimeoutError
 from .._process import dying_with_parent
+from .._session import SaslDigest
 from ._fourletter import four_letter_word
+from ._security import QuorumCredentials, SecurityOptions, check_sasl_users
 
 if TYPE_CHECKING:
     from ._kdc import KerberosKDC
@@ -335,9 +337,11 @@ def _free_ports(count: int) -> list[int]:
 class _Quorum:
     """Shared state of an ensemble's members: their ports, allocated once for all."""
 
-    def __init__(self, members: list[ZooKeeperServer]) -> None:
+    def __init__(self, members: list[ZooKeeperServer], *, sasl: bool = False) -> None:
         self.members = members
         self.allocated = False
+        self.credentials = QuorumCredentials() if sasl else None
+        """The members' own SASL user (quorum SASL), when the ensemble has SASL users."""
 
     def allocate(self) -> None:
         if self.allocated:
@@ -375,6 +379,20 @@ class ZooKeeperServer:
     The server skips fsync (``forceSync=no``) unless ``force_sync=True``: tests
     run faster, and the data still survives the JVM being killed. Production
     servers sync every write to disk, so measure speed with ``force_sync=True``.
+
+    ``sasl_users`` (``{"alice": "secret"}``) makes it a SASL server: DIGEST-MD5
+    users in a JAAS file the kit writes, ZooKeeper's SASL authentication provider
+    (a client's identity is ``sasl:<user>``); :meth:`sasl_digest` gives a client
+    the credentials. ``require_sasl=True`` refuses every client that does not
+    authenticate (``zookeeper.sessionRequireClientSASLAuth``).
+
+    ``kerberos=kdc`` (a running :class:`~aiocoord.testing.KerberosKDC`) makes it a
+    Kerberos (SASL GSSAPI) server instead: the kit adds ``zookeeper/localhost`` to
+    the realm, exports its keytab into the data dir and logs in with it
+    (``Krb5LoginModule``); clients connect with :class:`~aiocoord.SaslKerberos` and
+    their identity is ``sasl:<principal>``, shortened as
+    ``kerberos_remove_host_from_principal`` / ``kerberos_remove_realm_from_principal``
+    say (ZooKeeper's ``kerberos.removeHostFromPrincipal`` / ``removeRealmFromPrincipal``).
     """
 
     def __init__(
@@ -391,12 +409,24 @@ class ZooKeeperServer:
         log: bool = False,
         tls: bool = False,
         force_sync: bool = False,
+        sasl_users: Mapping[str, str] | None = None,
+        require_sasl: bool = False,
         kerberos: KerberosKDC | None = None,
         kerberos_remove_host_from_principal: bool | None = None,
         kerberos_remove_realm_from_principal: bool | None = None,
     ) -> None:
         if min_session_timeout_ms > max_session_timeout_ms:
             raise ValueError("min_session_timeout_ms > max_session_timeout_ms")
+        self.sasl_users: dict[str, str] = check_sasl_users(sasl_users)
+        self.require_sasl = require_sasl
+        if self.sasl_users and kerberos is not None:
+            # ZooKeeper's server runs GSSAPI when its Server login holds a Kerberos
+            # principal, DIGEST-MD5 otherwise: never both for clients.
+            raise ValueError("a server takes sasl_users or kerberos, not both")
+        if require_sasl and not self.sasl_users and kerberos is None:
+            raise ValueError(
+                "require_sasl=True needs sasl_users or kerberos (no client could connect)"
+            )
         self._port = port
         self.tick_time_ms = tick_time_ms
         self.min_session_timeout_ms = min_session_timeout_ms
@@ -430,7 +460,8 @@ class ZooKeeperServer:
         kind = f"member {self._myid}" if self._quorum else "standalone"
         state = "paused" if self.is_paused else "running" if self.is_running else "stopped"
         tls = f" tls:{self._secure_port}" if self.tls else ""
-        return f"<ZooKeeperServer {kind} {HOST}:{self._port}{tls} pid={self.pid} {state}>"
+        sasl = " sasl-required" if self.require_sasl else " sasl" if self.sasl_users else ""
+        return f"<ZooKeeperServer {kind} {HOST}:{self._port}{tls}{sasl} pid={self.pid} {state}>"
 
     # -- properties
 
@@ -488,6 +519,24 @@ class ZooKeeperServer:
         """A client context that trusts this server's certificate (and no other) and
         checks that it is issued to 127.0.0.1 (its only name: ``IP:127.0.0.1``)."""
         return _client_context([self])
+
+    def sasl_digest(self, username: str | None = None) -> SaslDigest:
+        """DIGEST-MD5 credentials of one of :attr:`sasl_users` (default: the first),
+        to give a client as ``sasl=``."""
+        if not self.sasl_users:
+            raise RuntimeError(f"{self!r} was not created with sasl_users")
+        name = next(iter(self.sasl_users)) if username is None else username
+        if name not in self.sasl_users:
+            raise KeyError(f"no sasl user {name!r} on {self!r}")
+        return SaslDigest(name, self.sasl_users[name])
+
+    def _security(self) -> SecurityOptions:
+        return SecurityOptions(
+            sasl_users=self.sasl_users,
+            require_sasl=self.require_sasl,
+            quorum=self._quorum.credentials if self._quorum is not None else None,
+            kerberos=self._kerberos_setup,
+        )
 
     def _require_tls(self) -> None:
         if not self.tls:
@@ -648,15 +697,8 @@ class ZooKeeperServer:
                 "ssl.trustStore.type": "PEM",
                 "ssl.clientAuth": "none",
             }
-        security_args: list[str] = []
-        if self._kerberos_setup is not None:
-            from ._kerberos_server import render_jaas
-
-            kerberos = self._kerberos_setup
-            config |= kerberos.config
-            jaas_path = data_dir / "jaas.conf"
-            jaas_path.write_text(render_jaas(kerberos.jaas))
-            security_args += [f"-Djava.security.auth.login.config={jaas_path}", *kerberos.jvm_args]
+        security_config, security_flags = self._security().apply(data_dir)
+        config |= security_config
         config |= self.extra_config
         config_path = data_dir / "zoo.cfg"
         config_path.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
@@ -672,7 +714,7 @@ class ZooKeeperServer:
             f"-Xmx{self.heap_mb}m",
             "-XX:+UseSerialGC",
             "-Djava.net.preferIPv4Stack=true",
-            *security_args,
+            *security_flags,
             *self.jvm_args,
             "-cp",
             classpath,
@@ -940,6 +982,13 @@ class ZooKeeperEnsemble:
 
     ``members`` are :class:`ZooKeeperServer` objects with the usual controls (stop,
     kill, pause, start again), so tests can take members down and bring them back.
+
+    ``sasl_users`` and ``require_sasl`` are as for :class:`ZooKeeperServer`, on every
+    member; with SASL users the members also authenticate to each other with SASL
+    (quorum SASL, required both ways), as a secured production ensemble does.
+    With ``kerberos=kdc`` that quorum SASL is Kerberos (every member logs in as
+    ``zookeeper/localhost``, and the server lines name ``localhost``, the host
+    quorum SASL authorises).
     """
 
     def __init__(
@@ -956,6 +1005,8 @@ class ZooKeeperEnsemble:
         log: bool = False,
         tls: bool = False,
         force_sync: bool = False,
+        sasl_users: Mapping[str, str] | None = None,
+        require_sasl: bool = False,
         kerberos: KerberosKDC | None = None,
         kerberos_remove_host_from_principal: bool | None = None,
         kerberos_remove_realm_from_principal: bool | None = None,
@@ -974,13 +1025,15 @@ class ZooKeeperEnsemble:
                 log=log,
                 tls=tls,
                 force_sync=force_sync,
+                sasl_users=sasl_users,
+                require_sasl=require_sasl,
                 kerberos=kerberos,
                 kerberos_remove_host_from_principal=kerberos_remove_host_from_principal,
                 kerberos_remove_realm_from_principal=kerberos_remove_realm_from_principal,
             )
             for _ in range(size)
         ]
-        self._quorum = _Quorum(self.members)
+        self._quorum = _Quorum(self.members, sasl=bool(sasl_users))
         for myid, member in enumerate(self.members, start=1):
             member._quorum = self._quorum
             member._myid = myid
@@ -1007,6 +1060,10 @@ class ZooKeeperEnsemble:
     def client_ssl_context(self) -> ssl.SSLContext:
         """A client context that trusts every member's certificate (``tls=True`` only)."""
         return _client_context(self.members)
+
+    def sasl_digest(self, username: str | None = None) -> SaslDigest:
+        """DIGEST-MD5 credentials of one of the members' SASL users (default: the first)."""
+        return self.members[0].sasl_digest(username)
 
     async def __aenter__(self) -> ZooKeeperEnsemble:
         try:

@@ -4,6 +4,7 @@ with its security-layer step), with no ZooKeeper in between."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -14,9 +15,9 @@ import pytest
 import pytest_asyncio
 
 import aiocoord
-from aiocoord import AuthFailedError, MissingExtraError, SaslKerberos
+from aiocoord import ACL, AuthFailedError, ConnectionState, MissingExtraError, Perm, SaslKerberos
 from aiocoord._session._kerberos import KerberosExchange, kerberos_cause
-from aiocoord.testing import KerberosKDC
+from aiocoord.testing import KerberosKDC, ZooKeeperEnsemble, ZooKeeperServer
 
 SERVICE = "zookeeper/localhost"
 PASSWORD = "alice-secret-1"
@@ -140,8 +141,8 @@ async def test_no_ticket_is_auth_failed_naming_it(kdc: KerberosKDC, use_env: Use
     exchange = SaslKerberos().exchange("127.0.0.1")
     with pytest.raises(AuthFailedError) as caught:
         await exchange.first()
-    assert caught.value.cause is not None
-    assert "no ticket" in caught.value.cause
+    assert caught.value.reason is not None
+    assert "no ticket" in caught.value.reason
     assert "no ticket" in str(caught.value)
     assert not exchange.complete
 
@@ -152,7 +153,7 @@ async def test_expired_ticket_is_auth_failed_naming_it(kdc: KerberosKDC, use_env
     await kdc.wait_expired(cache)
     with pytest.raises(AuthFailedError, match="expired ticket") as caught:
         await SaslKerberos().exchange("127.0.0.1").first()
-    assert caught.value.cause is not None and "expired ticket" in caught.value.cause
+    assert caught.value.reason is not None and "expired ticket" in caught.value.reason
 
 
 async def test_unknown_server_principal_is_auth_failed_naming_it(
@@ -232,3 +233,150 @@ def test_without_gssapi_making_one_names_the_extra(monkeypatch: pytest.MonkeyPat
     assert isinstance(caught.value, ImportError)
     assert caught.value.extra == "kerberos"
     assert caught.value.package == "gssapi"
+
+
+# ----------------------------------------------------------------- end to end, ZooKeeper
+
+
+class CountingKerberos:
+    """SaslKerberos that counts its exchanges (one per connection) and their hosts."""
+
+    def __init__(self, inner: SaslKerberos) -> None:
+        self.inner = inner
+        self.hosts: list[str] = []
+
+    def exchange(self, host: str) -> KerberosExchange:
+        self.hosts.append(host)
+        return self.inner.exchange(host)
+
+
+@pytest_asyncio.fixture
+async def realm(kdc: KerberosKDC, use_env: UseEnv) -> KerberosKDC:
+    """alice and bob in a client keytab; their tickets go to a cache collection, so
+    clients of both principals run in this one process."""
+    await kdc.add_principal("bob")
+    keytab = kdc.directory / "clients.keytab"
+    await kdc.keytab("alice", keytab)
+    await kdc.keytab("bob", keytab)
+    collection = kdc.directory / "ccaches"
+    await anyio.Path(collection).mkdir()
+    env = kdc.environment(client_keytab=keytab)
+    env["KRB5CCNAME"] = f"DIR:{collection}"
+    use_env(env)
+    return kdc
+
+
+def as_user(kdc: KerberosKDC, name: str) -> SaslKerberos:
+    return SaslKerberos(principal=kdc.principal(name))
+
+
+def only(principal: str) -> list[ACL]:
+    return [ACL(Perm.ALL, "sasl", principal)]
+
+
+async def test_a_kerberos_server_takes_principals_and_sasl_acls_keep_others_out(
+    realm: KerberosKDC,
+) -> None:
+    alice_id = realm.principal("alice")
+    async with (
+        ZooKeeperServer(kerberos=realm, require_sasl=True) as server,
+        aiocoord.connect(server.connect_string, sasl=as_user(realm, "alice")) as alice,
+        aiocoord.connect(server.connect_string, sasl=as_user(realm, "bob")) as bob,
+        asyncio.timeout(60),
+    ):
+        await alice.create("/alice", b"mine", acl=only(alice_id))
+        await alice.set("/alice", b"still mine")
+        with pytest.raises(aiocoord.NoAuthError):
+            await bob.set("/alice", b"bob was here")
+        with pytest.raises(aiocoord.NoAuthError):
+            await bob.get("/alice")
+        data, stat = await alice.get("/alice")
+        assert (data, stat.version) == (b"still mine", 1)
+        async with aiocoord.Mutex(alice, "/r/mutex") as mutex:
+            assert mutex.is_held
+            contender = aiocoord.Mutex(bob, "/r/mutex")
+            assert not await contender.acquire(timeout=0.2)
+        counter = aiocoord.AtomicLong(alice, "/r/counter")
+        assert (await counter.increment()).post_value == 1
+        assert (await aiocoord.AtomicLong(bob, "/r/counter").increment()).post_value == 2
+        async with aiocoord.connect(server.connect_string) as anonymous:
+            with pytest.raises(aiocoord.SaslRequiredError):
+                await anonymous.get("/")
+
+
+async def test_the_session_survives_a_restart_with_a_fresh_exchange(
+    realm: KerberosKDC, state_log
+) -> None:
+    # The identity without the realm, as operators often configure it.
+    async with ZooKeeperServer(
+        kerberos=realm, require_sasl=True, kerberos_remove_realm_from_principal=True
+    ) as server:
+        sasl = CountingKerberos(as_user(realm, "alice"))
+        async with aiocoord.connect(server.connect_string, sasl=sasl) as client:  # type: ignore[arg-type]
+            log = state_log(client)
+            session = client.session_id
+            await client.create("/restart", b"0", acl=only("alice"))
+            await client.create("/restart-eph", ephemeral=True)
+            assert sasl.hosts == ["127.0.0.1"]
+            await server.stop()
+            async with asyncio.timeout(10):
+                await log.wait_for(ConnectionState.SUSPENDED)
+            await server.start()
+            async with asyncio.timeout(30):
+                await log.wait_for(ConnectionState.RECONNECTED)
+            assert client.session_id == session
+            assert len(sasl.hosts) >= 2  # a new exchange on the new connection
+            await client.set("/restart", b"1")  # the connection is alice's again
+            assert await client.exists("/restart-eph") is not None
+
+
+async def test_an_expired_ticket_fails_the_next_start_fast(
+    kdc: KerberosKDC, use_env: UseEnv
+) -> None:
+    cache = await kdc.kinit("alice", password=PASSWORD, lifetime=2)
+    use_env(kdc.environment(ccache=cache))
+    async with ZooKeeperServer(kerberos=kdc, require_sasl=True) as server:
+        await kdc.wait_expired(cache)
+        client = aiocoord.connect(server.connect_string, sasl=SaslKerberos(), start_timeout=30)
+        started_at = anyio.current_time()
+        with pytest.raises(AuthFailedError, match="expired ticket") as caught:
+            await client.start()
+        assert anyio.current_time() - started_at < 5
+        assert client.closed
+        assert caught.value.mechanism == "GSSAPI"
+
+
+@pytest.mark.ensemble
+async def test_an_ensemble_with_kerberos_quorum_sasl_fails_over_with_a_fresh_exchange(
+    realm: KerberosKDC, state_log
+) -> None:
+    alice_id = realm.principal("alice")
+    async with ZooKeeperEnsemble(3, kerberos=realm, require_sasl=True) as ensemble:
+        config = (ensemble.members[0].data_dir / "zoo.cfg").read_text()
+        assert "quorum.auth.serverRequireSasl=true" in config
+        assert "quorum.auth.learnerRequireSasl=true" in config
+        jaas = (ensemble.members[0].data_dir / "jaas.conf").read_text()
+        assert "QuorumLearner {\n    com.sun.security.auth.module.Krb5LoginModule" in jaas
+        sasl = CountingKerberos(as_user(realm, "alice"))
+        async with (
+            aiocoord.connect(ensemble.connect_string, sasl=sasl) as client,  # type: ignore[arg-type]
+            aiocoord.connect(ensemble.connect_string, sasl=as_user(realm, "bob")) as bob,
+        ):
+            log = state_log(client)
+            session = client.session_id
+            await client.create("/e", b"0", acl=only(alice_id))
+            host = client.connected_to
+            assert host is not None
+            member = next(m for m in ensemble.members if m.port == host[1])
+            await member.kill()
+            async with asyncio.timeout(30):
+                await log.wait_for(ConnectionState.RECONNECTED)
+            assert client.session_id == session
+            assert client.connected_to != host
+            assert len(sasl.hosts) >= 2
+            await client.retry(client.set, "/e", b"1")
+            with pytest.raises(aiocoord.NoAuthError):
+                await bob.retry(bob.set, "/e", b"bob")
+            async with aiocoord.Mutex(client, "/e-lock") as mutex:
+                assert mutex.is_held
+            assert (await aiocoord.AtomicLong(bob, "/e-count").increment()).post_value == 1

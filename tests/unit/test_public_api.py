@@ -9,6 +9,7 @@ import pytest
 
 import aiocoord
 import aiocoord.testing
+from aiocoord._exceptions import error_for_code
 
 
 def test_every_exported_name_exists_and_says_it_is_public() -> None:
@@ -92,6 +93,9 @@ def test_atomic_failures_equal_their_documented_strings() -> None:
         aiocoord.InvalidArgumentError("timeout", "NaN is not a number of seconds", "/lock"),
         aiocoord.TLSCertificateError("127.0.0.1:2281", "self-signed certificate"),
         aiocoord.AuthFailedError(scheme="digest"),
+        aiocoord.AuthFailedError(mechanism="DIGEST-MD5", reason="refused"),
+        aiocoord.SaslRequiredError("/a"),
+        aiocoord.ThrottledError("/a"),
     ],
     ids=lambda e: type(e).__name__,
 )
@@ -101,3 +105,29 @@ def test_errors_survive_pickling_with_message_and_attributes(error: Exception) -
     assert type(copy) is type(error)
     assert str(copy) == str(error)
     assert vars(copy) == vars(error)
+
+
+# ZooKeeper's KeeperException.Code, 3.8 and 3.9 alike, for the codes a reply can carry
+# that have an error of their own (CONNECTIONLOSS, SESSIONEXPIRED and UNKNOWNSESSION map
+# to the session errors).
+SERVER_CODES = {
+    -13: aiocoord.NewConfigNoQuorumError,
+    -14: aiocoord.ReconfigInProgressError,
+    -115: aiocoord.AuthFailedError,
+    -120: aiocoord.EphemeralOnLocalSessionError,
+    -121: aiocoord.NoWatcherError,
+    -122: aiocoord.ServerRequestTimeoutError,
+    -123: aiocoord.ReconfigDisabledError,
+    -124: aiocoord.SaslRequiredError,
+    -125: aiocoord.QuotaExceededError,
+    -127: aiocoord.ThrottledError,
+}
+
+
+@pytest.mark.parametrize(("code", "cls"), SERVER_CODES.items(), ids=str)
+def test_newer_server_codes_have_typed_errors(code: int, cls: type[Exception]) -> None:
+    error = error_for_code(code, "/p")
+    assert type(error) is cls
+    assert isinstance(error, aiocoord.ZooKeeperError) and error.code == code
+    assert error.path == "/p"
+    assert cls.__name__ in aiocoord.__all__
