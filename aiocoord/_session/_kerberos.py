@@ -186,9 +186,8 @@ def _argument_error(name: str, value: object) -> Exception:
 class KerberosExchange:
     """One GSSAPI conversation on one connection (:meth:`SaslKerberos.exchange`)."""
 
-    mechanism: ClassVar[str] = MECHANISM
-
     def __init__(self, mechanism: SaslKerberos, host: str) -> None:
+        self.mechanism: str = MECHANISM
         self._config = mechanism
         self._gssapi: Any = mechanism._lib
         self._host = host

@@ -18,6 +18,7 @@ import aiocoord
 from aiocoord import ACL, AuthFailedError, ConnectionState, MissingExtraError, Perm, SaslKerberos
 from aiocoord._session._kerberos import KerberosExchange, kerberos_cause
 from aiocoord.testing import KerberosKDC, ZooKeeperEnsemble, ZooKeeperServer
+from aiocoord.testing._server import find_java, find_zookeeper_classpath
 
 SERVICE = "zookeeper/localhost"
 PASSWORD = "alice-secret-1"
@@ -220,7 +221,7 @@ def test_reprs_and_equality_hold_no_secrets() -> None:
 )
 def test_bad_arguments_are_refused_when_made(kwargs: dict[str, object], error: type) -> None:
     with pytest.raises(error):
-        SaslKerberos(**kwargs)  # type: ignore[arg-type]
+        SaslKerberos(**kwargs)
 
 
 def test_without_gssapi_making_one_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -312,7 +313,7 @@ async def test_the_session_survives_a_restart_with_a_fresh_exchange(
         kerberos=realm, require_sasl=True, kerberos_remove_realm_from_principal=True
     ) as server:
         sasl = CountingKerberos(as_user(realm, "alice"))
-        async with aiocoord.connect(server.connect_string, sasl=sasl) as client:  # type: ignore[arg-type]
+        async with aiocoord.connect(server.connect_string, sasl=sasl) as client:
             log = state_log(client)
             session = client.session_id
             await client.create("/restart", b"0", acl=only("alice"))
@@ -359,7 +360,7 @@ async def test_an_ensemble_with_kerberos_quorum_sasl_fails_over_with_a_fresh_exc
         assert "QuorumLearner {\n    com.sun.security.auth.module.Krb5LoginModule" in jaas
         sasl = CountingKerberos(as_user(realm, "alice"))
         async with (
-            aiocoord.connect(ensemble.connect_string, sasl=sasl) as client,  # type: ignore[arg-type]
+            aiocoord.connect(ensemble.connect_string, sasl=sasl) as client,
             aiocoord.connect(ensemble.connect_string, sasl=as_user(realm, "bob")) as bob,
         ):
             log = state_log(client)
@@ -380,3 +381,44 @@ async def test_an_ensemble_with_kerberos_quorum_sasl_fails_over_with_a_fresh_exc
             async with aiocoord.Mutex(client, "/e-lock") as mutex:
                 assert mutex.is_held
             assert (await aiocoord.AtomicLong(bob, "/e-count").increment()).post_value == 1
+
+
+async def java_client(kdc: KerberosKDC, user: str, connect: str, *command: str) -> str:
+    """Run one ZooKeeperMain command as *user*, a Java client with a JAAS Client section
+    (Krb5LoginModule, its keytab), as a Java service on a Kerberos ensemble does."""
+    keytab = await kdc.keytab(user, kdc.directory / f"java-{user}.keytab")
+    jaas = anyio.Path(kdc.directory / f"java-{user}.jaas")
+    await jaas.write_text(
+        "Client {\n  com.sun.security.auth.module.Krb5LoginModule required\n"
+        f'  useKeyTab=true keyTab="{keytab}" storeKey=true useTicketCache=false\n'
+        f'  principal="{kdc.principal(user)}";\n}};\n'
+    )
+    result = await anyio.run_process(
+        [
+            find_java(),
+            f"-Djava.security.auth.login.config={jaas}",
+            f"-Djava.security.krb5.conf={kdc.krb5_conf}",
+            "-cp",
+            find_zookeeper_classpath(),
+            "org.apache.zookeeper.ZooKeeperMain",
+            "-server",
+            connect,
+            *command,
+        ],
+        check=False,
+    )
+    return (result.stdout + result.stderr).decode(errors="replace")
+
+
+async def test_a_java_client_and_aiocoord_share_a_principal_s_node(realm: KerberosKDC) -> None:
+    alice_id = realm.principal("alice")
+    async with (
+        ZooKeeperServer(kerberos=realm, require_sasl=True) as server,
+        aiocoord.connect(server.connect_string, sasl=as_user(realm, "alice")) as alice,
+    ):
+        await alice.create("/shared", b"from-aiocoord", acl=only(alice_id))
+        seen = await java_client(realm, "alice", server.connect_string, "get", "/shared")
+        assert "from-aiocoord" in seen, seen
+        refused = await java_client(realm, "bob", server.connect_string, "get", "/shared")
+        assert "from-aiocoord" not in refused
+        assert "Insufficient permission" in refused, refused
