@@ -22,6 +22,7 @@ import secrets
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -273,6 +274,7 @@ class KerberosKDC:
     dns_canonicalize_hostname = false
     rdns = false
     clockskew = {self.clock_skew}
+    kdc_timesync = 1
     ticket_lifetime = {self.max_ticket_lifetime}
     forwardable = false
     default_ccache_name = FILE:{d / "empty.ccache"}
@@ -505,6 +507,25 @@ class KerberosKDC:
             await anyio.sleep(0.1)
         # The end has passed; the skew after it is a known span, not a guess.
         await anyio.sleep(self.clock_skew + 0.5)
+
+    def skew_clock(self, ccache: Path | str, seconds: int) -> None:
+        """Make clients that use *ccache* run their clock *seconds* off the KDC's.
+
+        MIT Kerberos keeps a client's offset from the KDC's clock in the ticket cache
+        (a FILE cache's header, with ``kdc_timesync``, which this realm sets) and adds
+        it to the time it puts in each request: an offset beyond :attr:`clock_skew`
+        gets the client refused for clock skew, as a host with a wrong clock is.
+        """
+        path = Path(ccache)
+        raw = path.read_bytes()
+        version, header_length = struct.unpack(">HH", raw[:4])
+        if version != 0x0504:
+            raise ValueError(f"{path} is not a version 4 FILE ticket cache")
+        # One header field: tag 1 (the KDC time offset), 8 bytes: seconds, microseconds.
+        header = struct.pack(">HHii", 1, 8, int(seconds), 0)
+        path.write_bytes(
+            struct.pack(">HH", version, len(header)) + header + raw[4 + header_length :]
+        )
 
     def destroy_tickets(self, ccache: Path | str) -> None:
         """Remove the ticket cache *ccache* (as ``kdestroy``)."""

@@ -157,6 +157,18 @@ async def test_expired_ticket_is_auth_failed_naming_it(kdc: KerberosKDC, use_env
     assert caught.value.reason is not None and "expired ticket" in caught.value.reason
 
 
+async def test_clock_skew_is_auth_failed_naming_it(kdc: KerberosKDC, use_env: UseEnv) -> None:
+    cache = await kdc.kinit("alice", password=PASSWORD)
+    kdc.skew_clock(cache, 3600)  # an hour fast, past the realm's one second
+    use_env(kdc.environment(ccache=cache))
+    with pytest.raises(AuthFailedError, match="clock skew") as caught:
+        await SaslKerberos().exchange("127.0.0.1").first()
+    assert caught.value.reason is not None and "clock skew" in caught.value.reason
+    kdc.skew_clock(cache, 0)  # the same cache with the clock right again is taken
+    use_env(kdc.environment(ccache=cache, keytab=await kdc.keytab(SERVICE)))
+    await converse(SaslKerberos().exchange("127.0.0.1"))
+
+
 async def test_unknown_server_principal_is_auth_failed_naming_it(
     kdc: KerberosKDC,
     use_env: UseEnv,
