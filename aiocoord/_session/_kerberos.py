@@ -18,13 +18,18 @@ from __future__ import annotations
 
 import contextlib
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import anyio.to_thread
 
-from .._exceptions import AuthFailedError, MissingExtraError
+from .._exceptions import (
+    ArgumentTypeError,
+    AuthFailedError,
+    InvalidArgumentError,
+    MissingExtraError,
+)
 
 if TYPE_CHECKING:
     import gssapi
@@ -146,7 +151,7 @@ class SaslKerberos:
     Needs the ``kerberos`` extra (the ``gssapi`` package): without it, making one
     raises :class:`~aiocoord.MissingExtraError`. A refused or impossible exchange
     (no ticket, an expired one, clock skew, an unknown server principal) is an
-    :class:`~aiocoord.AuthFailedError` whose ``cause`` says which.
+    :class:`~aiocoord.AuthFailedError` whose ``reason`` says which.
     """
 
     principal: str | None = None
@@ -154,7 +159,6 @@ class SaslKerberos:
     hostname: str | None = None
     canonicalize: bool = True
     mechanism: ClassVar[str] = MECHANISM
-    _lib: ModuleType = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("principal", "hostname"):
@@ -165,7 +169,7 @@ class SaslKerberos:
             raise _argument_error("service", self.service)
         if not isinstance(self.canonicalize, bool):
             raise _argument_error("canonicalize", self.canonicalize)
-        object.__setattr__(self, "_lib", _gssapi())
+        _gssapi()  # the extra must be there before anything is sent
 
     def exchange(self, host: str) -> KerberosExchange:
         """A new conversation for one connection to *host* (the server reached)."""
@@ -173,8 +177,6 @@ class SaslKerberos:
 
 
 def _argument_error(name: str, value: object) -> Exception:
-    from .._exceptions import ArgumentTypeError, InvalidArgumentError
-
     if name == "canonicalize":
         return ArgumentTypeError(name, "a bool", value)
     if value is not None and not isinstance(value, str):
@@ -189,7 +191,7 @@ class KerberosExchange:
     def __init__(self, mechanism: SaslKerberos, host: str) -> None:
         self.mechanism: str = MECHANISM
         self._config = mechanism
-        self._gssapi: Any = mechanism._lib
+        self._gssapi: Any = _gssapi()
         self._host = host
         self._service_principal = f"{mechanism.service}/{mechanism.hostname or host}"
         self._context: gssapi.SecurityContext | None = None
