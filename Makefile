@@ -41,7 +41,9 @@ $(DOCS_STAMP): $(STAMP) pyproject.toml
 docs: $(DOCS_STAMP)
 	$(VENV)/bin/mkdocs build --strict --site-dir site
 
-$(STAMP): pyproject.toml scripts/setup-venv.sh
+# The test extra's gssapi builds against MIT Kerberos: its headers come first.
+$(STAMP): pyproject.toml scripts/setup-venv.sh scripts/ensure-kerberos.sh
+	sh scripts/ensure-kerberos.sh
 	PYTHON=$(PYTHON) sh scripts/setup-venv.sh $(VENV)
 	@touch $@
 
@@ -52,6 +54,7 @@ zookeeper:
 # says why), so its jars are fetched even when the rest of the suite runs on 3.8.
 test: $(STAMP)
 	@WITH_CURATOR=1 sh scripts/ensure-zookeeper.sh
+	@sh scripts/ensure-kerberos.sh
 	@[ -n "$${ZOOKEEPER_HOME:-}" ] || ZOOKEEPER_VERSION=3.9 sh scripts/fetch-zookeeper.sh
 	$(PY) -m pytest -m "not chaos" $(PYTEST_ARGS)
 

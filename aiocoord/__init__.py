@@ -30,6 +30,7 @@ from ._exceptions import LeaseHeldError as LeaseHeldError
 from ._exceptions import LockLostError as LockLostError
 from ._exceptions import MarshallingError as MarshallingError
 from ._exceptions import MemberIdInUseError as MemberIdInUseError
+from ._exceptions import MissingExtraError as MissingExtraError
 from ._exceptions import NewConfigNoQuorumError as NewConfigNoQuorumError
 from ._exceptions import NoAuthError as NoAuthError
 from ._exceptions import NoChildrenForEphemeralsError as NoChildrenForEphemeralsError
@@ -123,6 +124,7 @@ from ._session._batch import Pipeline as Pipeline
 from ._session._batch import Transaction as Transaction
 from ._session._client import Client as Client
 from ._session._client import connect as connect
+from ._session._kerberos import SaslKerberos as SaslKerberos
 from ._session._options import ClientOptions as ClientOptions
 from ._session._requests import CreateOptions as CreateOptions
 from ._session._retry import BoundedExponentialBackoff as BoundedExponentialBackoff
@@ -224,6 +226,7 @@ __all__ = [
     "Lockable",
     "MarshallingError",
     "MemberIdInUseError",
+    "MissingExtraError",
     "MultiLock",
     "Mutex",
     "NewConfigNoQuorumError",
@@ -265,6 +268,7 @@ __all__ = [
     "RolledBackError",
     "RuntimeInconsistencyError",
     "SaslDigest",
+    "SaslKerberos",
     "SaslRequiredError",
     "Semaphore",
     "SemaphoreLease",

@@ -37,6 +37,7 @@ __all__ = [
     "LockLostError",
     "MarshallingError",
     "MemberIdInUseError",
+    "MissingExtraError",
     "NewConfigNoQuorumError",
     "NoAuthError",
     "NoChildrenForEphemeralsError",
@@ -148,6 +149,17 @@ class RecipeClosedError(CoordinationError, RuntimeError):
 class UnsupportedEventLoopError(CoordinationError, RuntimeError):
     """aiocoord runs on asyncio (also as anyio's asyncio backend); trio and other
     event loops are not supported."""
+
+
+class MissingExtraError(CoordinationError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install
+    (``pip install 'aiocoord[<extra>]'``). ``extra`` and ``package`` name them."""
+
+    def __init__(self, message: str, *, extra: str, package: str) -> None:
+        super().__init__(message)
+        self.name = package
+        self.extra = extra
+        self.package = package
 
 
 class TLSCertificateError(CoordinationError):

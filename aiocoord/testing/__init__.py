@@ -10,6 +10,8 @@ fixtures ``zookeeper``, ``zookeeper_ensemble``, ``private_zookeeper`` and ``coor
 from ._expire import drop_connection as drop_connection
 from ._expire import expire_session as expire_session
 from ._fourletter import four_letter_word as four_letter_word
+from ._kdc import KerberosKDC as KerberosKDC
+from ._kdc import KerberosNotFoundError as KerberosNotFoundError
 from ._proxy import TcpProxy as TcpProxy
 from ._pytest_plugin import ZooKeeperTarget as ZooKeeperTarget
 from ._server import READ_ONLY_MODE as READ_ONLY_MODE
@@ -20,6 +22,8 @@ from ._server import find_zookeeper_classpath as find_zookeeper_classpath
 
 __all__ = [
     "READ_ONLY_MODE",
+    "KerberosKDC",
+    "KerberosNotFoundError",
     "TcpProxy",
     "ZooKeeperEnsemble",
     "ZooKeeperNotFoundError",

@@ -13,6 +13,10 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._kerberos_server import KerberosServerSetup
 
 __all__ = ["JaasEntry", "QuorumCredentials", "SecurityOptions", "check_sasl_users", "write_jaas"]
 
@@ -88,14 +92,19 @@ class SecurityOptions:
     sasl_users: Mapping[str, str] = field(default_factory=dict, repr=False)
     require_sasl: bool = False
     quorum: QuorumCredentials | None = None
+    kerberos: KerberosServerSetup | None = None
+    """Kerberos (GSSAPI) for clients, and for quorum members when it has their sections
+    (then quorum SASL is Kerberos, not the DIGEST-MD5 of ``quorum``)."""
 
     def __post_init__(self) -> None:
-        if self.require_sasl and not self.sasl_users:
-            raise ValueError("require_sasl=True needs sasl_users (no client could connect)")
+        if self.require_sasl and not self.sasl_users and self.kerberos is None:
+            raise ValueError(
+                "require_sasl=True needs sasl_users or kerberos (no client could connect)"
+            )
 
     @property
     def enabled(self) -> bool:
-        return bool(self.sasl_users) or self.quorum is not None
+        return bool(self.sasl_users) or self.quorum is not None or self.kerberos is not None
 
     def sections(self) -> dict[str, list[JaasEntry]]:
         """The JAAS sections this server's file holds."""
@@ -111,6 +120,12 @@ class SecurityOptions:
             sections["QuorumLearner"] = [
                 JaasEntry(_DIGEST_LOGIN, {"username": quorum.username, "password": quorum.password})
             ]
+        if self.kerberos is not None:
+            for name, entries in self.kerberos.jaas.items():
+                if name == "Server":
+                    sections.setdefault(name, []).extend(entries)
+                else:
+                    sections[name] = list(entries)  # quorum SASL: Kerberos replaces DIGEST
         return sections
 
     def apply(self, data_dir: Path) -> tuple[dict[str, str], list[str]]:
@@ -120,7 +135,7 @@ class SecurityOptions:
         jaas = write_jaas(data_dir / JAAS_FILE, self.sections())
         config: dict[str, str] = {}
         flags = [f"-Djava.security.auth.login.config={jaas}"]
-        if self.sasl_users:
+        if self.sasl_users or self.kerberos is not None:
             config["authProvider.1"] = _SASL_PROVIDER
         if self.require_sasl:
             flags.append("-Dzookeeper.sessionRequireClientSASLAuth=true")
@@ -133,4 +148,7 @@ class SecurityOptions:
                 "quorum.auth.server.saslLoginContext": "QuorumServer",
                 "quorum.cnxn.threads.size": "20",
             }
+        if self.kerberos is not None:
+            config |= self.kerberos.config
+            flags += self.kerberos.jvm_args
         return config, flags

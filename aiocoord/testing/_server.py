@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from glob import glob
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -35,6 +36,10 @@ from .._process import dying_with_parent
 from .._session import SaslDigest
 from ._fourletter import four_letter_word
 from ._security import QuorumCredentials, SecurityOptions, check_sasl_users
+
+if TYPE_CHECKING:
+    from ._kdc import KerberosKDC
+    from ._kerberos_server import KerberosServerSetup
 
 __all__ = [
     "ZooKeeperEnsemble",
@@ -351,8 +356,11 @@ class _Quorum:
         self.allocated = True
 
     def server_lines(self) -> dict[str, str]:
+        # Quorum SASL with Kerberos lets a member in only when its principal's host
+        # (zookeeper/localhost) is one of the server lines' hosts.
+        host = "localhost" if any(m.kerberos is not None for m in self.members) else HOST
         return {
-            f"server.{m._myid}": f"{HOST}:{m._peer_port}:{m._election_port}" for m in self.members
+            f"server.{m._myid}": f"{host}:{m._peer_port}:{m._election_port}" for m in self.members
         }
 
 
@@ -377,6 +385,14 @@ class ZooKeeperServer:
     (a client's identity is ``sasl:<user>``); :meth:`sasl_digest` gives a client
     the credentials. ``require_sasl=True`` refuses every client that does not
     authenticate (``zookeeper.sessionRequireClientSASLAuth``).
+
+    ``kerberos=kdc`` (a running :class:`~aiocoord.testing.KerberosKDC`) makes it a
+    Kerberos (SASL GSSAPI) server instead: the kit adds ``zookeeper/localhost`` to
+    the realm, exports its keytab into the data dir and logs in with it
+    (``Krb5LoginModule``); clients connect with :class:`~aiocoord.SaslKerberos` and
+    their identity is ``sasl:<principal>``, shortened as
+    ``kerberos_remove_host_from_principal`` / ``kerberos_remove_realm_from_principal``
+    say (ZooKeeper's ``kerberos.removeHostFromPrincipal`` / ``removeRealmFromPrincipal``).
     """
 
     def __init__(
@@ -395,12 +411,22 @@ class ZooKeeperServer:
         force_sync: bool = False,
         sasl_users: Mapping[str, str] | None = None,
         require_sasl: bool = False,
+        kerberos: KerberosKDC | None = None,
+        kerberos_remove_host_from_principal: bool | None = None,
+        kerberos_remove_realm_from_principal: bool | None = None,
     ) -> None:
         if min_session_timeout_ms > max_session_timeout_ms:
             raise ValueError("min_session_timeout_ms > max_session_timeout_ms")
         self.sasl_users: dict[str, str] = check_sasl_users(sasl_users)
         self.require_sasl = require_sasl
-        SecurityOptions(sasl_users=self.sasl_users, require_sasl=require_sasl)  # checks
+        if self.sasl_users and kerberos is not None:
+            # ZooKeeper's server runs GSSAPI when its Server login holds a Kerberos
+            # principal, DIGEST-MD5 otherwise: never both for clients.
+            raise ValueError("a server takes sasl_users or kerberos, not both")
+        if require_sasl and not self.sasl_users and kerberos is None:
+            raise ValueError(
+                "require_sasl=True needs sasl_users or kerberos (no client could connect)"
+            )
         self._port = port
         self.tick_time_ms = tick_time_ms
         self.min_session_timeout_ms = min_session_timeout_ms
@@ -412,6 +438,12 @@ class ZooKeeperServer:
         self.log = log
         self.tls = tls
         self.force_sync = force_sync
+        self.kerberos = kerberos
+        self._kerberos_options = {
+            "remove_host_from_principal": kerberos_remove_host_from_principal,
+            "remove_realm_from_principal": kerberos_remove_realm_from_principal,
+        }
+        self._kerberos_setup: KerberosServerSetup | None = None
         self._secure_port: int | None = None
         self._tls_password = secrets.token_hex(16)
         self._data_dir: Path | None = None
@@ -503,6 +535,7 @@ class ZooKeeperServer:
             sasl_users=self.sasl_users,
             require_sasl=self.require_sasl,
             quorum=self._quorum.credentials if self._quorum is not None else None,
+            kerberos=self._kerberos_setup,
         )
 
     def _require_tls(self) -> None:
@@ -577,6 +610,16 @@ class ZooKeeperServer:
         if not self.is_running:
             if self.tls:
                 await self._make_certificate()
+            if self.kerberos is not None and self._kerberos_setup is None:
+                # _kdc imports this module's port and process helpers: import late.
+                from ._kerberos_server import kerberos_server_setup
+
+                self._kerberos_setup = await kerberos_server_setup(
+                    self.kerberos,
+                    self.data_dir,
+                    quorum=self._quorum is not None,
+                    **self._kerberos_options,
+                )
             self._spawn()
         await self._wait_serving(timeout)
 
@@ -943,6 +986,9 @@ class ZooKeeperEnsemble:
     ``sasl_users`` and ``require_sasl`` are as for :class:`ZooKeeperServer`, on every
     member; with SASL users the members also authenticate to each other with SASL
     (quorum SASL, required both ways), as a secured production ensemble does.
+    With ``kerberos=kdc`` that quorum SASL is Kerberos (every member logs in as
+    ``zookeeper/localhost``, and the server lines name ``localhost``, the host
+    quorum SASL authorises).
     """
 
     def __init__(
@@ -961,6 +1007,9 @@ class ZooKeeperEnsemble:
         force_sync: bool = False,
         sasl_users: Mapping[str, str] | None = None,
         require_sasl: bool = False,
+        kerberos: KerberosKDC | None = None,
+        kerberos_remove_host_from_principal: bool | None = None,
+        kerberos_remove_realm_from_principal: bool | None = None,
     ) -> None:
         if size < 1:
             raise ValueError("an ensemble needs at least one member")
@@ -978,6 +1027,9 @@ class ZooKeeperEnsemble:
                 force_sync=force_sync,
                 sasl_users=sasl_users,
                 require_sasl=require_sasl,
+                kerberos=kerberos,
+                kerberos_remove_host_from_principal=kerberos_remove_host_from_principal,
+                kerberos_remove_realm_from_principal=kerberos_remove_realm_from_principal,
             )
             for _ in range(size)
         ]

@@ -56,3 +56,8 @@ async def queued(client: aiocoord.Client) -> str:
     await raw.put("not bytes")  # type: ignore[arg-type]
     async with texts.take() as text:
         return text + first.decode()
+
+
+def kerberized() -> aiocoord.Client:
+    # SaslKerberos is a SASL mechanism as connect() types it (a structural Protocol).
+    return aiocoord.connect("zk1:2181", sasl=aiocoord.SaslKerberos(principal="svc@EXAMPLE.COM"))

@@ -360,6 +360,7 @@ ABSTRACT = {
 LAUNCHERS = {
     "aiocoord.testing.ZooKeeperServer": "launches a JVM: has its own repr",
     "aiocoord.testing.ZooKeeperEnsemble": "launches JVMs: has its own repr",
+    "aiocoord.testing.KerberosKDC": "launches krb5kdc: has its own repr",
 }
 BUILT_BY_THE_CLIENT = {"Watch", "PersistentWatch"}
 """Checked by :func:`test_watches_print_readably`."""
