@@ -569,21 +569,32 @@ class InvalidACLError(ZooKeeperError):
 
 
 class AuthFailedError(ZooKeeperError):
-    """The server refused the credentials in ``auth`` (AUTHFAILED): the client stops for good."""
+    """The server refused credentials (AUTHFAILED): those in ``auth=`` stop the client
+    for good; those given to ``add_auth()`` are not kept, and the client goes on."""
 
     code = -115
     default_message = "authentication failed"
 
     def __init__(
-        self, path: str | None = None, *, op_index: int | None = None, scheme: str | None = None
+        self,
+        path: str | None = None,
+        *,
+        op_index: int | None = None,
+        scheme: str | None = None,
+        runtime: bool = False,
     ):
         super().__init__(path, op_index=op_index)
         self.scheme = scheme
-        """The ``auth`` scheme whose credentials were refused, when known."""
-        if scheme is not None:
+        """The scheme whose credentials were refused, when known."""
+        if scheme is not None and not runtime:
             self.args = (
                 f"authentication failed: the server refused the {scheme!r} credentials "
                 "given in auth= (AUTHFAILED); the client is closed",
+            )
+        elif scheme is not None:
+            self.args = (
+                f"authentication failed: the server refused the {scheme!r} credentials "
+                "given to add_auth() (AUTHFAILED); they are not kept",
             )
 
 

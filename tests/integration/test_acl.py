@@ -63,7 +63,7 @@ ClientFactory = Callable[..., aiocoord.Client]
 
 def owner_acl() -> list[ACL]:
     """What CREATOR_ALL_ACL becomes on the server for the owner's nodes."""
-    return [aiocoord.digest_acl(*OWNER)]
+    return [aiocoord.ACL.digest(*OWNER)]
 
 
 @pytest_asyncio.fixture
