@@ -706,8 +706,8 @@ class SessionEngine:
         every later one (before any other request, as ``auth=`` is).
 
         A refusal raises AuthFailedError and is not remembered; the server closes
-        the connection after refusing, and the client reconnects with the
-        credentials it had. A connection lost before the answer sends it again
+        the connection after refusing (so does this, at once), and the client
+        reconnects with the credentials it had. A connection lost before the answer sends it again
         on the next one (authentication belongs to a connection, so nothing is
         in doubt).
         """
@@ -722,6 +722,9 @@ class SessionEngine:
             except ConnectionLossError:
                 continue
             if code == AuthFailedError.code:
+                # The server closes the connection after this reply: drop it now,
+                # so that requests made after the error wait for the next one.
+                conn.abort()
                 raise AuthFailedError(scheme=scheme, runtime=True)
             if code != 0:
                 raise error_for_code(code)
