@@ -49,7 +49,13 @@ from aiocoord import (
     Semaphore,
     SharedCount,
 )
-from aiocoord.testing import ZooKeeperServer, ZooKeeperTarget, drop_connection, four_letter_word
+from aiocoord.testing import (
+    ZooKeeperEnsemble,
+    ZooKeeperServer,
+    ZooKeeperTarget,
+    drop_connection,
+    four_letter_word,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -718,3 +724,37 @@ async def test_the_server_takes_every_id_the_helpers_write_as_it_is(
         acl, _stat = await client.get_acl("/ids")
         assert acl == entries
         await client.delete("/ids")
+
+
+@pytest.mark.ensemble
+async def test_identities_carry_over_a_failover() -> None:
+    """On the member it fails over to, the client is its certificate's x509 identity
+    again (from the handshake) and the digest identity add_auth() gave it (re-sent)."""
+    async with ZooKeeperEnsemble(3, tls=True, tls_client_auth=True) as ensemble:
+        alice = await ensemble.make_client_certificate("alice")
+        bob = await ensemble.make_client_certificate("bob")
+        connect = ensemble.secure_connect_string
+        async with (
+            aiocoord.connect(connect, ssl_context=ensemble.client_ssl_context(alice)) as mine,
+            aiocoord.connect(connect, ssl_context=ensemble.client_ssl_context(bob)) as theirs,
+        ):
+            await mine.add_auth("digest", ":".join(OWNER))
+            await mine.create("/by-cert", acl=[ACL.x509(alice.subject)])
+            await mine.create("/by-digest", acl=[ACL.digest(*OWNER)])
+            host = mine.connected_to
+            assert host is not None
+            session = mine.session_id
+            member = next(m for m in ensemble.members if m.secure_port == host[1])
+            async with (
+                asyncio.timeout(30),
+                contextlib.aclosing(mine.state_changes()) as states,
+            ):
+                await member.kill()
+                async for state in states:
+                    if state is aiocoord.ConnectionState.RECONNECTED:
+                        break
+            assert mine.session_id == session and mine.connected_to not in (None, host)
+            assert (await mine.set("/by-cert", b"x")).version == 1
+            assert (await mine.set("/by-digest", b"x")).version == 1
+            for node in ("/by-cert", "/by-digest"):
+                await refused(theirs.set(node, b"bob's"))
