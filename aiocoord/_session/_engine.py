@@ -707,9 +707,9 @@ class SessionEngine:
 
         A refusal raises AuthFailedError and is not remembered; the server closes
         the connection after refusing (so does this, at once), and the client
-        reconnects with the credentials it had. A connection lost before the answer sends it again
-        on the next one (authentication belongs to a connection, so nothing is
-        in doubt).
+        reconnects with the credentials it had. If the connection is lost before
+        the answer, the credential goes out again on the next one (it belongs to
+        a connection, so nothing is in doubt).
         """
         pair = (scheme, credential)
         frame = _zk.auth_frame(scheme, credential)
