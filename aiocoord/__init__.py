@@ -126,6 +126,7 @@ from ._session._client import Client as Client
 from ._session._client import connect as connect
 from ._session._kerberos import SaslKerberos as SaslKerberos
 from ._session._options import ClientOptions as ClientOptions
+from ._session._requests import ACLProvider as ACLProvider
 from ._session._requests import CreateOptions as CreateOptions
 from ._session._retry import BoundedExponentialBackoff as BoundedExponentialBackoff
 from ._session._retry import ExponentialBackoff as ExponentialBackoff
@@ -151,7 +152,6 @@ from ._types import EventType as EventType
 from ._types import Perm as Perm
 from ._types import Stat as Stat
 from ._types import WatchEvent as WatchEvent
-from ._types import digest_acl as digest_acl
 from ._types import digest_id as digest_id
 
 __version__ = "0.1.0.dev0"
@@ -161,6 +161,7 @@ __all__ = [
     "CREATOR_ALL_ACL",
     "OPEN_ACL_UNSAFE",
     "READ_ACL_UNSAFE",
+    "ACLProvider",
     "APIError",
     "ArgumentTypeError",
     "Assignment",
@@ -305,7 +306,6 @@ __all__ = [
     "WatchEvent",
     "ZooKeeperError",
     "connect",
-    "digest_acl",
     "digest_id",
 ]
 

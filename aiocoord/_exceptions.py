@@ -592,7 +592,8 @@ class InvalidACLError(ZooKeeperError):
 class AuthFailedError(ZooKeeperError):
     """The server refused the client's credentials (AUTHFAILED), those of ``auth=``
     or of ``sasl=``, or the SASL exchange could not complete: the client stops for
-    good (retrying would be refused the same way).
+    good (retrying would be refused the same way). Credentials given to
+    ``add_auth()`` and refused are not kept, and the client goes on.
 
     ``scheme`` names the refused ``auth`` scheme, ``mechanism`` the SASL mechanism
     (``"DIGEST-MD5"``, ``"GSSAPI"``), ``reason`` what is known of the cause. A
@@ -612,6 +613,7 @@ class AuthFailedError(ZooKeeperError):
         scheme: str | None = None,
         mechanism: str | None = None,
         reason: str | None = None,
+        runtime: bool = False,
     ):
         super().__init__(path, op_index=op_index)
         self.scheme = scheme
@@ -623,10 +625,15 @@ class AuthFailedError(ZooKeeperError):
         if mechanism is not None:
             detail = f": {reason}" if reason else ""
             self.args = (f"SASL authentication ({mechanism}) failed{detail}; the client is closed",)
-        elif scheme is not None:
+        elif scheme is not None and not runtime:
             self.args = (
                 f"authentication failed: the server refused the {scheme!r} credentials "
                 "given in auth= (AUTHFAILED); the client is closed",
+            )
+        elif scheme is not None:
+            self.args = (
+                f"authentication failed: the server refused the {scheme!r} credentials "
+                "given to add_auth() (AUTHFAILED); they are not kept",
             )
 
 

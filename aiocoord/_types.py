@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, NamedTuple, NoReturn, TypeVar
 
+from . import _identities
 from ._exceptions import (
     ArgumentTypeError,
     CorruptValueError,
@@ -26,7 +27,6 @@ __all__ = [
     "Perm",
     "Stat",
     "WatchEvent",
-    "digest_acl",
     "digest_id",
 ]
 
@@ -91,11 +91,82 @@ class Perm(enum.IntFlag):
 
 @dataclass(frozen=True, slots=True)
 class ACL:
-    """One access control entry: who (``scheme:id``) may do what (``perms``)."""
+    """One access control entry: who (``scheme:id``) may do what (``perms``).
+
+    The class methods build an entry for each of ZooKeeper's schemes, with the id
+    written exactly as the server records it (so that it matches), and refuse a
+    malformed one (InvalidArgumentError, ArgumentTypeError) before anything is sent.
+    """
 
     perms: Perm
     scheme: str
     id: str
+
+    @classmethod
+    def world(cls, perms: Perm = Perm.ALL) -> ACL:
+        """Everyone (``world:anyone``)."""
+        return cls(_check_perms(perms), "world", "anyone")
+
+    @classmethod
+    def auth(cls, perms: Perm = Perm.ALL) -> ACL:
+        """Every identity the creating connection has authenticated as (``auth:``);
+        the server replaces it with those identities when the node is made."""
+        return cls(_check_perms(perms), "auth", "")
+
+    @classmethod
+    def digest(cls, user: str, password: str, perms: Perm = Perm.ALL) -> ACL:
+        """A digest user, the client that sent ``add_auth("digest", "user:password")``
+        (or ``auth=``). Only the hash goes into the entry, not the password."""
+        return cls(_check_perms(perms), "digest", digest_id(user, password))
+
+    @classmethod
+    def ip(cls, address: str, perms: Perm = Perm.ALL) -> ACL:
+        """Clients connecting from an IPv4 address or block (``"10.0.0.0/8"``), as the
+        server sees them (behind a proxy or NAT, that is the proxy's address)."""
+        return cls(_check_perms(perms), "ip", _identities.ip_id(address))
+
+    @classmethod
+    def sasl(cls, user: str, perms: Perm = Perm.ALL) -> ACL:
+        """A SASL identity: a DIGEST-MD5 user name, or a name as the server's
+        Kerberos rules map it (see :meth:`kerberos` for principals)."""
+        return cls(_check_perms(perms), "sasl", _identities.sasl_id(user))
+
+    @classmethod
+    def kerberos(
+        cls,
+        principal: str,
+        perms: Perm = Perm.ALL,
+        *,
+        remove_host: bool = False,
+        remove_realm: bool = False,
+    ) -> ACL:
+        """A Kerberos principal (``primary[/host][@REALM]``) under the ``sasl`` scheme.
+
+        The server records the whole principal, unless it runs with
+        ``kerberos.removeHostFromPrincipal`` or ``kerberos.removeRealmFromPrincipal``
+        set: then pass ``remove_host`` / ``remove_realm`` to match. (That applies to
+        principals of the server's own realm; with custom ``auth_to_local`` rules,
+        give the mapped name to :meth:`sasl`.)
+        """
+        id_ = _identities.kerberos_id(principal, remove_host=remove_host, remove_realm=remove_realm)
+        return cls(_check_perms(perms), "sasl", id_)
+
+    @classmethod
+    def x509(cls, distinguished_name: str, perms: Perm = Perm.ALL) -> ACL:
+        """The client whose TLS certificate has this subject (``"CN=app,O=example"``).
+
+        The DN is parsed and written as ZooKeeper records it (RFC 2253, as Java
+        prints it: no spaces around ``,`` and ``=``, keywords in capitals), so
+        ``"cn=app, o=example"`` matches too. Needs a server with
+        ``X509AuthenticationProvider`` and client certificates required.
+        """
+        return cls(_check_perms(perms), "x509", _identities.x509_id(distinguished_name))
+
+
+def _check_perms(perms: object) -> Perm:
+    if not isinstance(perms, Perm):
+        raise ArgumentTypeError("perms", "an aiocoord.Perm", perms)
+    return perms
 
 
 OPEN_ACL_UNSAFE: tuple[ACL, ...] = (ACL(Perm.ALL, "world", "anyone"),)
@@ -112,6 +183,8 @@ def digest_id(username: str, password: str) -> str:
     for name, value in (("username", username), ("password", password)):
         if not isinstance(value, str):
             raise ArgumentTypeError(name, "a str", value)
+    if not username:
+        raise InvalidArgumentError("username", "empty")
     if ":" in username:
         # The server takes the user name to end at the first colon.
         raise InvalidArgumentError("username", f"{username!r} holds ':'")
@@ -120,11 +193,6 @@ def digest_id(username: str, password: str) -> str:
     except UnicodeEncodeError as error:
         raise InvalidArgumentError("username:password", f"not UTF-8 ({error.reason})") from None
     return f"{username}:{base64.b64encode(raw).decode()}"
-
-
-def digest_acl(username: str, password: str, perms: Perm = Perm.ALL) -> ACL:
-    """An ACL entry granting ``perms`` to a digest user (without sending the password)."""
-    return ACL(perms, "digest", digest_id(username, password))
 
 
 # --- codecs -------------------------------------------------------------------

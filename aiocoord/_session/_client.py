@@ -32,8 +32,8 @@ from ._batch import Pipeline, Transaction
 from ._connection import replies
 from ._engine import SessionEngine, only_in_session, request_timeout
 from ._nodes import OwnNode, Parents, find_protected
-from ._options import DEFAULT_MAX_DATA_SIZE, Hosts, Settings
-from ._requests import CreateOptions, RequestBuilder
+from ._options import DEFAULT_MAX_DATA_SIZE, Hosts, Settings, check_credential
+from ._requests import ACLProvider, CreateOptions, RequestBuilder
 from ._retry import RetryPolicy, call_with_retry, is_retryable
 from ._sasl import SaslMechanism
 from ._state import ConnectionState, ErrorPolicy
@@ -70,6 +70,7 @@ class Client:
         sasl: SaslMechanism | None = None,
         read_only: bool = False,
         default_acl: Sequence[ACL] = OPEN_ACL_UNSAFE,
+        acl_provider: ACLProvider | None = None,
         max_data_size: int = DEFAULT_MAX_DATA_SIZE,
         ssl_context: ssl.SSLContext | None = None,
         error_policy: ErrorPolicy | None = None,
@@ -86,6 +87,7 @@ class Client:
             sasl=sasl,
             read_only=read_only,
             default_acl=default_acl,
+            acl_provider=acl_provider,
             max_data_size=max_data_size,
             ssl_context=ssl_context,
             error_policy=error_policy,
@@ -93,7 +95,10 @@ class Client:
         )
         self._start_timeout = settings.start_timeout
         self._requests = RequestBuilder(
-            settings.namespace, settings.default_acl, settings.max_data_size
+            settings.namespace,
+            settings.default_acl,
+            settings.max_data_size,
+            settings.acl_provider,
         )
         self._watches = WatchRegistry()
         self._engine = SessionEngine(hosts, settings, self._requests, self._watches)
@@ -199,6 +204,19 @@ class Client:
     def namespace(self) -> str | None:
         """The path prefix applied to every path (``"/app"``), None without one."""
         return self._requests.prefix or None
+
+    async def add_auth(self, scheme: str, credential: str | bytes) -> None:
+        """Authenticate as one more identity (``("digest", "user:password")``), now
+        and on every later connection, as ``auth=`` does.
+
+        Sent at once (waiting for a connection, like any request); returns once
+        the server accepted it, so requests made afterwards act as that identity
+        too. Raises AuthFailedError if the server refused it (the client goes on
+        without it; the server drops the connection, and the client reconnects
+        with its other credentials).
+        """
+        scheme, value = check_credential(scheme, credential, name="add_auth")
+        await self._engine.add_auth(scheme, value)
 
     def add_listener(self, callback: ListenerCallback) -> None:
         """Call ``callback(state)`` on every transition, in order, from the session task."""
@@ -423,7 +441,8 @@ class Client:
     ) -> None:
         """Create ``path`` and any missing ancestors; existing nodes are left alone.
 
-        Each node made gets ``acl`` (default: the client's ``default_acl``).
+        Each node made gets ``acl`` (default: the client's ``acl_provider``'s
+        answer for its path, else ``default_acl``).
         All creates go out at once (one round trip): ZooKeeper applies one
         session's requests in order, so each parent exists before its child's
         create is applied.
@@ -567,6 +586,7 @@ def connect(
     sasl: SaslMechanism | None = None,
     read_only: bool = False,
     default_acl: Sequence[ACL] = OPEN_ACL_UNSAFE,
+    acl_provider: ACLProvider | None = None,
     max_data_size: int = DEFAULT_MAX_DATA_SIZE,
     ssl_context: ssl.SSLContext | None = None,
     error_policy: ErrorPolicy | None = None,
@@ -588,12 +608,17 @@ def connect(
       first session; default: the session timeout.
     - ``retry``: the policy of :meth:`Client.retry` and of the recipes.
     - ``auth``: ``(scheme, credential)`` pairs such as ``("digest", "user:pw")``,
-      sent on every connection. ``default_acl`` applies to creates without one.
+      sent on every connection (:meth:`Client.add_auth` adds more later).
     - ``sasl``: authenticate with SASL on every connection, before any request
-      (:class:`SaslDigest`: DIGEST-MD5 user and password); the connection then
-      holds the ACL identity ``sasl:<user>``. Refused credentials raise
-      AuthFailedError; an ensemble that requires SASL of a client without it,
-      SaslRequiredError. Either closes the client.
+      (:class:`SaslDigest`: DIGEST-MD5 user and password; :class:`SaslKerberos`:
+      GSSAPI); the connection then holds the ACL identity ``sasl:<user>``.
+      Refused credentials raise AuthFailedError; an ensemble that requires SASL
+      of a client without it, SaslRequiredError. Either closes the client.
+    - ``acl_provider``: called with a node's path (before the namespace) for
+      every create without ``acl=``, recipes' and missing parents' included:
+      the ACL list for it, or None for ``default_acl``. ``default_acl``
+      (default: OPEN_ACL_UNSAFE) applies to creates without either, and to the
+      namespace's own nodes.
     - ``read_only``: accept a server that lost its quorum (state READ_ONLY).
     - ``max_data_size``: the server's ``jute.maxbuffer`` (default ZooKeeper's).
     - ``ssl_context``: connect with TLS (to a ``secureClientPort``).
@@ -615,6 +640,7 @@ def connect(
         sasl=sasl,
         read_only=read_only,
         default_acl=default_acl,
+        acl_provider=acl_provider,
         max_data_size=max_data_size,
         ssl_context=ssl_context,
         error_policy=error_policy,

@@ -37,6 +37,7 @@ from .._exceptions import (
     SessionExpiredError,
     TLSCertificateError,
     UnsupportedEventLoopError,
+    error_for_code,
 )
 from .._types import EventType
 from . import _zk
@@ -165,7 +166,8 @@ class SessionEngine:
         self._session_timeout = float(settings.session_timeout)
         self._request_timeout = settings.request_timeout_or_default()
         self._connect_timeout = settings.connect_timeout_for(len(self._hosts))
-        self._auth = settings.credentials
+        self._auth = list(settings.credentials)
+        """Sent on every connection, in order: ``auth=`` then what :meth:`add_auth` added."""
         self._sasl = settings.sasl
         self._allow_read_only = settings.read_only
         self._ssl = settings.ssl_context
@@ -763,6 +765,39 @@ class SessionEngine:
             return None
         future.add_done_callback(_ignore_result)
         return future
+
+    async def add_auth(self, scheme: str, credential: bytes) -> None:
+        """Authenticate the live connection now and, once the server accepted it,
+        every later one (before any other request, as ``auth=`` is).
+
+        A refusal raises AuthFailedError and is not remembered; the server closes
+        the connection after refusing (so does this, at once), and the client
+        reconnects with the credentials it had. If the connection is lost before
+        the answer, the credential goes out again on the next one (it belongs to
+        a connection, so nothing is in doubt).
+        """
+        pair = (scheme, credential)
+        frame = _zk.auth_frame(scheme, credential)
+        while True:
+            if self._closing:
+                raise ClientClosedError("client closed")
+            conn = await self.connection()
+            try:
+                code = await conn.send_special(_zk.XID_AUTH, frame)
+            except ConnectionLossError:
+                continue
+            if code == AuthFailedError.code:
+                # The server closes the connection after this reply: drop it now,
+                # so that requests made after the error wait for the next one.
+                conn.abort()
+                raise AuthFailedError(scheme=scheme, runtime=True)
+            if code != 0:
+                raise error_for_code(code)
+            if pair not in self._auth:
+                self._auth.append(pair)
+            if self._conn is conn:
+                return
+            # A new connection came up before the list had it: authenticate there too.
 
     async def call(self, op: _zk.Op, hook: ReplyHook | None = None) -> Any:
         """Send one request (waiting for a connection first) and return its reply."""

@@ -12,11 +12,18 @@ from .._exceptions import ArgumentTypeError, InvalidArgumentError, InvalidConnec
 from .._telemetry import Telemetry
 from .._types import ACL, OPEN_ACL_UNSAFE
 from . import _zk
+from ._requests import ACLProvider
 from ._retry import BoundedExponentialBackoff, RetryPolicy
 from ._sasl import SaslMechanism
 from ._state import ErrorPolicy, StandardErrorPolicy, check_error_policy
 
-__all__ = ["DEFAULT_MAX_DATA_SIZE", "ClientOptions", "Settings", "parse_hosts"]
+__all__ = [
+    "DEFAULT_MAX_DATA_SIZE",
+    "ClientOptions",
+    "Settings",
+    "check_credential",
+    "parse_hosts",
+]
 
 DEFAULT_MAX_DATA_SIZE = _zk.JUTE_MAXBUFFER
 """ZooKeeper's default ``jute.maxbuffer`` (just under 1 MiB)."""
@@ -38,6 +45,7 @@ class ClientOptions(TypedDict, total=False):
     sasl: SaslMechanism | None
     read_only: bool
     default_acl: Sequence[ACL]
+    acl_provider: ACLProvider | None
     max_data_size: int
     ssl_context: ssl.SSLContext | None
     error_policy: ErrorPolicy | None
@@ -58,6 +66,7 @@ class Settings:
     sasl: SaslMechanism | None = None
     read_only: bool = False
     default_acl: Sequence[ACL] = OPEN_ACL_UNSAFE
+    acl_provider: ACLProvider | None = None
     max_data_size: int = DEFAULT_MAX_DATA_SIZE
     ssl_context: ssl.SSLContext | None = None
     error_policy: ErrorPolicy | None = None
@@ -83,6 +92,10 @@ class Settings:
         _check_instance(self.ssl_context, ssl.SSLContext, "ssl_context", "an ssl.SSLContext")
         check_error_policy(self.error_policy)
         _check_instance(self.telemetry, Telemetry, "telemetry", "an aiocoord.Telemetry")
+        if self.acl_provider is not None and not callable(self.acl_provider):
+            raise ArgumentTypeError(
+                "acl_provider", "a callable from a path to an ACL list, or None", self.acl_provider
+            )
         object.__setattr__(self, "credentials", _credentials(self.auth))
 
     def connect_timeout_for(self, host_count: int) -> float:
@@ -125,13 +138,17 @@ def _credentials(auth: object) -> list[tuple[str, bytes]]:
     for index, pair in enumerate(auth):
         if not isinstance(pair, tuple | list) or len(pair) != 2:
             raise ArgumentTypeError(f"auth[{index}]", "a (scheme, credential) pair", pair)
-        scheme, credential = pair
-        if not isinstance(scheme, str) or not scheme:
-            raise InvalidArgumentError(f"auth[{index}]", f"scheme {scheme!r} is not a name")
-        if isinstance(credential, str):
-            credential = credential.encode()
-        credentials.append((scheme, check_bytes(credential, f"auth[{index}] credential")))
+        credentials.append(check_credential(*pair, name=f"auth[{index}]"))
     return credentials
+
+
+def check_credential(scheme: object, credential: object, *, name: str) -> tuple[str, bytes]:
+    """An auth ``(scheme, credential)`` as sent: the credential as bytes."""
+    if not isinstance(scheme, str) or not scheme:
+        raise InvalidArgumentError(name, f"scheme {scheme!r} is not a name")
+    if isinstance(credential, str):
+        credential = credential.encode()
+    return scheme, check_bytes(credential, f"{name} credential")
 
 
 def parse_hosts(hosts: Hosts) -> list[tuple[str, int]]:

@@ -9,7 +9,7 @@ Nothing here does I/O, so bad input fails before anything is sent.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypedDict, Unpack
+from typing import Protocol, TypedDict, Unpack
 
 from .. import _paths
 from .._checks import check_acl, check_bytes, check_flag, check_int, check_ttl_ms
@@ -17,14 +17,30 @@ from .._exceptions import DataTooLargeError, InvalidArgumentError, InvalidPathEr
 from .._types import ACL
 from . import _zk
 
-__all__ = ["CreateOptions", "RequestBuilder", "check_data", "check_version"]
+__all__ = ["ACLProvider", "CreateOptions", "RequestBuilder", "check_data", "check_version"]
+
+
+class ACLProvider(Protocol):
+    """``acl_provider=`` of :func:`~aiocoord.connect` (Curator's ``ACLProvider``): any
+    callable from a path to the ACL of a node about to be made there.
+
+    Called for every create that gives no ``acl=`` (recipes' nodes and missing
+    parents included) with the caller's path (before the namespace; a sequential
+    node's without its suffix). None means the client's ``default_acl``. It must
+    not do I/O: it runs as the request is built.
+    """
+
+    def __call__(self, path: str, /) -> Sequence[ACL] | None:
+        """The ACL for a node made at ``path``, or None for ``default_acl``."""
+        ...
 
 
 class CreateOptions(TypedDict, total=False):
     """What kind of node a create makes (keyword arguments of every ``create``)."""
 
     acl: Sequence[ACL] | None
-    """The node's ACL; None (the default) uses the client's ``default_acl``."""
+    """The node's ACL; None (the default) asks the client's ``acl_provider``, else
+    uses its ``default_acl``."""
     ephemeral: bool
     """Deleted by the server when the creating session ends."""
     sequential: bool
@@ -55,11 +71,27 @@ class RequestBuilder:
     """Builds one client's requests: validation, namespace and size limit in one place."""
 
     def __init__(
-        self, namespace: str | None, default_acl: Sequence[ACL], max_data_size: int
+        self,
+        namespace: str | None,
+        default_acl: Sequence[ACL],
+        max_data_size: int,
+        acl_provider: ACLProvider | None = None,
     ) -> None:
         self.prefix = _paths.check_namespace(namespace)
         self.default_acl = check_acl(default_acl, "default_acl")
         self.max_data_size = max_data_size
+        self.acl_provider = acl_provider
+
+    def acl_for(self, path: str) -> tuple[ACL, ...]:
+        """The ACL a node made at ``path`` without ``acl=`` gets: the provider's
+        answer, checked (naming the path if it is no ACL), else ``default_acl``."""
+        provider = self.acl_provider
+        if provider is None:
+            return self.default_acl
+        acl = provider(path)
+        if acl is None:
+            return self.default_acl
+        return check_acl(acl, "acl_provider's ACL", path=path)
 
     def server_path(self, path: str) -> str:
         """``path`` as the server knows it (inside the namespace)."""
@@ -99,7 +131,7 @@ class RequestBuilder:
         ttl_ms = None if ttl is None else check_ttl_ms(ttl, path=path)
         if path == "/":
             raise InvalidPathError(path, "the root node always exists")
-        acls = self.default_acl if acl is None else check_acl(acl, path=path)
+        acls = self.acl_for(path) if acl is None else check_acl(acl, path=path)
         return _zk.create_op(
             path,
             self.server_path(path),

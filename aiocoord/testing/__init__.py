@@ -7,6 +7,7 @@ refuse its connections. The pytest plugin (installed with aiocoord) adds the
 fixtures ``zookeeper``, ``zookeeper_ensemble``, ``private_zookeeper`` and ``coord``.
 """
 
+from ._certs import ClientCertificate as ClientCertificate
 from ._expire import drop_connection as drop_connection
 from ._expire import expire_session as expire_session
 from ._fourletter import four_letter_word as four_letter_word
@@ -22,6 +23,7 @@ from ._server import find_zookeeper_classpath as find_zookeeper_classpath
 
 __all__ = [
     "READ_ONLY_MODE",
+    "ClientCertificate",
     "KerberosKDC",
     "KerberosNotFoundError",
     "TcpProxy",

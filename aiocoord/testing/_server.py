@@ -34,6 +34,7 @@ import anyio
 from .._exceptions import OperationTimeoutError
 from .._process import dying_with_parent
 from .._session import SaslDigest
+from ._certs import ClientCertificate, client_ca_file, make_client_certificate
 from ._fourletter import four_letter_word
 from ._security import QuorumCredentials, SecurityOptions, check_sasl_users
 
@@ -374,7 +375,10 @@ class ZooKeeperServer:
     With ``tls=True`` it also serves TLS on :attr:`secure_port` (the plain port stays):
     a self-signed certificate for 127.0.0.1 is made with the JDK's ``keytool`` on the
     first start, and :meth:`client_ssl_context` trusts it. TLS needs ZooKeeper's Netty
-    connection factory, so both ports use Netty then.
+    connection factory, so both ports use Netty then. With ``tls_client_auth=True`` the
+    secure port also requires a client certificate from the kit's client CA
+    (:meth:`make_client_certificate`), whose subject becomes the client's ``x509``
+    identity (ZooKeeper's X509AuthenticationProvider).
 
     The server skips fsync (``forceSync=no``) unless ``force_sync=True``: tests
     run faster, and the data still survives the JVM being killed. Production
@@ -414,9 +418,12 @@ class ZooKeeperServer:
         kerberos: KerberosKDC | None = None,
         kerberos_remove_host_from_principal: bool | None = None,
         kerberos_remove_realm_from_principal: bool | None = None,
+        tls_client_auth: bool = False,
     ) -> None:
         if min_session_timeout_ms > max_session_timeout_ms:
             raise ValueError("min_session_timeout_ms > max_session_timeout_ms")
+        if tls_client_auth and not tls:
+            raise ValueError("tls_client_auth=True needs tls=True")
         self.sasl_users: dict[str, str] = check_sasl_users(sasl_users)
         self.require_sasl = require_sasl
         if self.sasl_users and kerberos is not None:
@@ -437,6 +444,7 @@ class ZooKeeperServer:
         self.heap_mb = heap_mb
         self.log = log
         self.tls = tls
+        self.tls_client_auth = tls_client_auth
         self.force_sync = force_sync
         self.kerberos = kerberos
         self._kerberos_options = {
@@ -445,6 +453,9 @@ class ZooKeeperServer:
         }
         self._kerberos_setup: KerberosServerSetup | None = None
         self._secure_port: int | None = None
+        self._kit_certificate: ClientCertificate | None = None
+        """Presented by the kit's own readiness check when client certificates are required."""
+        self._client_ca_file: Path | None = None
         self._tls_password = secrets.token_hex(16)
         self._data_dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -515,10 +526,17 @@ class ZooKeeperServer:
         self._require_tls()
         return self.data_dir / "tls" / "server-cert.pem"
 
-    def client_ssl_context(self) -> ssl.SSLContext:
+    def client_ssl_context(self, certificate: ClientCertificate | None = None) -> ssl.SSLContext:
         """A client context that trusts this server's certificate (and no other) and
-        checks that it is issued to 127.0.0.1 (its only name: ``IP:127.0.0.1``)."""
-        return _client_context([self])
+        checks that it is issued to 127.0.0.1 (its only name: ``IP:127.0.0.1``);
+        presenting ``certificate``, if given."""
+        return _client_context([self], certificate)
+
+    async def make_client_certificate(self, name: str) -> ClientCertificate:
+        """A client certificate for ``CN=<name>,OU=clients,O=aiocoord-test`` that
+        every ``tls_client_auth=True`` server of the kit accepts (made with the
+        ``openssl`` command, once per name and process)."""
+        return await make_client_certificate(name)
 
     def sasl_digest(self, username: str | None = None) -> SaslDigest:
         """DIGEST-MD5 credentials of one of :attr:`sasl_users` (default: the first),
@@ -620,6 +638,9 @@ class ZooKeeperServer:
                     quorum=self._quorum is not None,
                     **self._kerberos_options,
                 )
+            if self.tls_client_auth:
+                self._client_ca_file = await client_ca_file()
+                self._kit_certificate = await make_client_certificate("aiocoord-test-kit")
             self._spawn()
         await self._wait_serving(timeout)
 
@@ -699,6 +720,12 @@ class ZooKeeperServer:
             }
         security_config, security_flags = self._security().apply(data_dir)
         config |= security_config
+        if self.tls_client_auth:
+            config |= {
+                "ssl.trustStore.location": str(self._client_ca_file),
+                "ssl.clientAuth": "need",
+                "authProvider.x509": "org.apache.zookeeper.server.auth.X509AuthenticationProvider",
+            }
         config |= self.extra_config
         config_path = data_dir / "zoo.cfg"
         config_path.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
@@ -789,7 +816,7 @@ class ZooKeeperServer:
                 stream = await anyio.connect_tcp(
                     HOST,
                     self.secure_port,
-                    ssl_context=self.client_ssl_context(),
+                    ssl_context=self.client_ssl_context(self._kit_certificate),
                     tls_standard_compatible=False,  # closing waits for no close_notify
                 )
             except OSError as exc:
@@ -958,10 +985,14 @@ class ZooKeeperServer:
             await anyio.sleep(0.05)
 
 
-def _client_context(servers: Sequence[ZooKeeperServer]) -> ssl.SSLContext:
+def _client_context(
+    servers: Sequence[ZooKeeperServer], certificate: ClientCertificate | None = None
+) -> ssl.SSLContext:
     """Verify the peer's certificate and name against these servers' certificates only."""
     context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
     context.load_verify_locations(cadata="".join(_read_pem(server) for server in servers))
+    if certificate is not None:
+        certificate.load_into(context)
     return context
 
 
@@ -1010,6 +1041,7 @@ class ZooKeeperEnsemble:
         kerberos: KerberosKDC | None = None,
         kerberos_remove_host_from_principal: bool | None = None,
         kerberos_remove_realm_from_principal: bool | None = None,
+        tls_client_auth: bool = False,
     ) -> None:
         if size < 1:
             raise ValueError("an ensemble needs at least one member")
@@ -1030,6 +1062,7 @@ class ZooKeeperEnsemble:
                 kerberos=kerberos,
                 kerberos_remove_host_from_principal=kerberos_remove_host_from_principal,
                 kerberos_remove_realm_from_principal=kerberos_remove_realm_from_principal,
+                tls_client_auth=tls_client_auth,
             )
             for _ in range(size)
         ]
@@ -1057,9 +1090,15 @@ class ZooKeeperEnsemble:
         """All members' ``host:secure_port`` (``tls=True`` only), comma-separated."""
         return ",".join(m.secure_connect_string for m in self.members)
 
-    def client_ssl_context(self) -> ssl.SSLContext:
-        """A client context that trusts every member's certificate (``tls=True`` only)."""
-        return _client_context(self.members)
+    def client_ssl_context(self, certificate: ClientCertificate | None = None) -> ssl.SSLContext:
+        """A client context that trusts every member's certificate (``tls=True`` only),
+        presenting ``certificate``, if given."""
+        return _client_context(self.members, certificate)
+
+    async def make_client_certificate(self, name: str) -> ClientCertificate:
+        """A client certificate every member accepts (see
+        :meth:`ZooKeeperServer.make_client_certificate`)."""
+        return await make_client_certificate(name)
 
     def sasl_digest(self, username: str | None = None) -> SaslDigest:
         """DIGEST-MD5 credentials of one of the members' SASL users (default: the first)."""

@@ -49,7 +49,13 @@ from aiocoord import (
     Semaphore,
     SharedCount,
 )
-from aiocoord.testing import ZooKeeperServer, ZooKeeperTarget, four_letter_word
+from aiocoord.testing import (
+    ZooKeeperEnsemble,
+    ZooKeeperServer,
+    ZooKeeperTarget,
+    drop_connection,
+    four_letter_word,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -63,7 +69,7 @@ ClientFactory = Callable[..., aiocoord.Client]
 
 def owner_acl() -> list[ACL]:
     """What CREATOR_ALL_ACL becomes on the server for the owner's nodes."""
-    return [aiocoord.digest_acl(*OWNER)]
+    return [aiocoord.ACL.digest(*OWNER)]
 
 
 @pytest_asyncio.fixture
@@ -518,3 +524,251 @@ async def test_delete_rights_come_from_the_parent(
     await refused(stranger.delete("/secure/root"))
     await refused(stranger.create("/secure/other"))
     assert await owner.exists("/secure/root") is not None
+
+
+# --- add_auth() at runtime -----------------------------------------------------------------
+
+
+async def reconnected(client: aiocoord.Client) -> None:
+    """Cut ``client``'s connection and return once it has the same session on a new one."""
+    session = client.session_id
+    async with asyncio.timeout(NEVER_HANG), contextlib.aclosing(client.state_changes()) as states:
+        drop_connection(client)
+        async for state in states:
+            if state is aiocoord.ConnectionState.RECONNECTED:
+                break
+    assert client.session_id == session
+
+
+async def test_add_auth_opens_a_digest_node_now_and_after_a_reconnect(
+    owner: aiocoord.Client, client_factory: ClientFactory
+) -> None:
+    await owner.create("/secure", b"mine", acl=[ACL.digest(*OWNER)])
+    late = client_factory()
+    await late.start()
+    await refused(late.set("/secure", b"not yet"))
+    await late.add_auth("digest", ":".join(OWNER))
+    assert (await late.set("/secure", b"one")).version == 1
+    # The credentials go out again, before anything else, on every new connection.
+    await reconnected(late)
+    assert (await late.set("/secure", b"two")).version == 2
+    await reconnected(late)
+    await late.create("/secure/made-after", acl=CREATOR_ALL_ACL)
+    acl, _stat = await late.get_acl("/secure/made-after")
+    assert acl == owner_acl()
+    assert (await owner.get("/secure"))[0] == b"two"
+
+
+async def test_a_refused_add_auth_raises_and_is_not_kept(
+    key_checking_zookeeper: ZooKeeperServer,
+) -> None:
+    server = key_checking_zookeeper
+    async with aiocoord.connect(server.connect_string) as client:
+        started = time.monotonic()
+        with pytest.raises(AuthFailedError, match="add_auth") as info:
+            await client.add_auth("key", "13")
+        assert time.monotonic() - started < AT_ONCE
+        assert info.value.scheme == "key"
+        assert "13" not in str(info.value)
+        with pytest.raises(AuthFailedError, match="'kerberos-please'"):
+            await client.add_auth("kerberos-please", "me")
+        # The server dropped the connection after refusing; the client came back
+        # without the refused key (sent again, it would close the client).
+        assert not client.closed
+        await client.create("/open")
+        await reconnected(client)
+        await client.create("/still-open")
+        await client.add_auth("key", "14")
+        await client.create("/keyed", acl=CREATOR_ALL_ACL)
+        await reconnected(client)
+        acl, _stat = await client.get_acl("/keyed")
+        assert [(a.scheme, a.perms) for a in acl] == [("key", Perm.ALL)]
+        await client.set("/keyed", b"still mine")
+
+
+# --- a per-path ACL provider ------------------------------------------------------------------
+
+
+async def test_an_acl_provider_sets_the_acl_of_every_node_recipes_make(
+    client_factory: ClientFactory,
+) -> None:
+    await client_factory().start()  # the namespace, open (see the default_acl test)
+    asked: list[str] = []
+    readable = [ACL.digest(*OWNER), ACL.world(Perm.READ)]
+
+    def provider(path: str) -> list[ACL] | None:
+        asked.append(path)
+        if path.startswith("/deep/readable"):
+            return readable
+        return owner_acl() if path.startswith("/deep") else None
+
+    owner = client_factory(auth=[("digest", ":".join(OWNER))], acl_provider=provider)
+    await owner.start()
+    try:
+        async with (
+            Mutex(owner, "/deep/m/lock"),
+            LeaderLatch(owner, "/deep/e/latch", participant_id="owner"),
+            GroupMember(owner, "/deep/g/group", participant_id="owner", data=b"addr"),
+        ):
+            await AtomicLong(owner, "/deep/c/long").increment()
+            await Queue(owner, "/deep/q/queue").put(b"job")
+            await owner.create("/deep/readable/a/b", make_parents=True)
+            nodes = await tree(owner, "/deep")
+        expected = {p: readable if p.startswith("/deep/readable") else owner_acl() for p in nodes}
+        assert nodes == expected
+        assert len(nodes) > 12
+        # Asked with the caller's paths (no namespace), parents included.
+        assert {"/deep", "/deep/m", "/deep/readable", "/deep/readable/a"} <= set(asked)
+        assert all(path.startswith("/deep") for path in asked)
+        # acl= wins over the provider; None from it means default_acl.
+        await owner.create("/deep/given", acl=aiocoord.OPEN_ACL_UNSAFE)
+        assert (await owner.get_acl("/deep/given"))[0] == list(aiocoord.OPEN_ACL_UNSAFE)
+        await owner.create("/elsewhere")
+        assert (await owner.get_acl("/elsewhere"))[0] == list(aiocoord.OPEN_ACL_UNSAFE)
+        # Strangers are kept out of the provider's nodes.
+        stranger = client_factory()
+        await stranger.start()
+        await refused(stranger.set("/deep/c/long", b"0"))
+        assert (await stranger.get("/deep/readable/a"))[0] == b""
+        await refused(stranger.set("/deep/readable/a", b"x"))
+    finally:
+        await owner.delete_recursive("/deep")
+        await owner.delete_recursive("/elsewhere")
+
+
+async def test_a_provider_answer_that_is_no_acl_fails_the_create_naming_the_path(
+    client_factory: ClientFactory,
+) -> None:
+    client = client_factory(acl_provider=lambda path: [] if "bad" in path else None)
+    await client.start()
+    with pytest.raises(aiocoord.InvalidArgumentError, match="acl_provider") as info:
+        await Mutex(client, "/bad/lock").acquire(timeout=5)
+    assert info.value.path is not None and info.value.path.startswith("/bad")
+    assert await client.exists("/bad") is None  # nothing was sent
+
+
+# --- identities: ip and x509 ---------------------------------------------------------------
+
+
+async def test_an_ip_acl_admits_clients_from_that_address_only(
+    client_factory: ClientFactory,
+) -> None:
+    client = client_factory()
+    await client.start()
+    await client.create("/here", b"1", acl=[ACL.ip("127.0.0.1"), ACL.world(Perm.READ)])
+    await client.create("/there", b"1", acl=[ACL.ip("10.0.0.0/8"), ACL.world(Perm.READ)])
+    try:
+        assert (await client.set("/here", b"2")).version == 1
+        await refused(client.set("/there", b"2"))
+        await refused(client.delete("/there/nothing"))
+        assert (await client.get("/there"))[0] == b"1"
+        await client.set_acl("/here", [ACL.ip("127.0.0.0/24")])
+        assert (await client.get_acl("/here"))[0] == [ACL.ip("127.0.0.0/24")]
+        await client.set("/here", b"3")
+    finally:
+        await client.delete("/here")
+        await client.delete("/there")  # the open parent grants DELETE
+
+
+@pytest_asyncio.fixture
+async def x509_zookeeper() -> AsyncIterator[ZooKeeperServer]:
+    """TLS with client certificates required: a client is ``x509:<its subject>``.
+    The SASL provider too, so that sasl ids can be set (and checked) there."""
+    sasl = {"authProvider.sasl": "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"}
+    async with ZooKeeperServer(tls=True, tls_client_auth=True, extra_config=sasl) as server:
+        yield server
+
+
+async def test_a_client_certificate_owns_its_x509_node_and_another_is_kept_out(
+    x509_zookeeper: ZooKeeperServer,
+) -> None:
+    server = x509_zookeeper
+    alice = await server.make_client_certificate("alice")
+    bob = await server.make_client_certificate("bob")
+    assert alice.subject == "CN=alice,OU=clients,O=aiocoord-test"
+    connect = server.secure_connect_string
+    async with (
+        aiocoord.connect(connect, ssl_context=server.client_ssl_context(alice)) as mine,
+        aiocoord.connect(connect, ssl_context=server.client_ssl_context(bob)) as theirs,
+    ):
+        # Written loosely, the DN still matches the identity the server records.
+        await mine.create(
+            "/x509", b"alice's", acl=[ACL.x509("cn=alice, ou=clients, o=aiocoord-test")]
+        )
+        await mine.create("/x509/kid", acl=CREATOR_ALL_ACL)
+        acl, _stat = await mine.get_acl("/x509/kid")
+        assert acl == [ACL.x509(alice.subject)] == [ACL(Perm.ALL, "x509", alice.subject)]
+        assert (await mine.set("/x509", b"still alice's")).version == 1
+        for node in ("/x509", "/x509/kid"):
+            await refused(theirs.set(node, b"bob's"))
+            await refused(theirs.get(node))
+            await refused(theirs.set_acl(node, aiocoord.OPEN_ACL_UNSAFE))
+        await refused(theirs.delete("/x509/kid"))
+        await refused(theirs.create("/x509/bobs"))
+        data, stat = await mine.get("/x509")
+        assert (data, stat.version, stat.num_children) == (b"still alice's", 1, 1)
+        assert (await mine.get_acl("/x509"))[0] == [ACL.x509(alice.subject)]
+        await mine.delete("/x509", recursive=True)
+    # Without a certificate there is no connection at all.
+    bare = aiocoord.connect(connect, ssl_context=server.client_ssl_context(), start_timeout=1)
+    with pytest.raises(aiocoord.OperationTimeoutError):
+        await bare.start()
+
+
+async def test_the_server_takes_every_id_the_helpers_write_as_it_is(
+    x509_zookeeper: ZooKeeperServer,
+) -> None:
+    server = x509_zookeeper
+    me = await server.make_client_certificate("alice")
+    entries = [
+        ACL.x509(me.subject),
+        ACL.x509("CN=a\\,b+UID=x, O=y\\=z, DC=example, DC=com", Perm.READ),
+        ACL.digest("bob", "pw", Perm.READ | Perm.WRITE),
+        ACL.ip("10.1.2.3/8", Perm.READ),
+        ACL.ip("192.168.0.1", Perm.READ),
+        ACL.sasl("carol", Perm.READ),
+        ACL.kerberos("app/node1.example.com@EXAMPLE.COM", Perm.READ),
+        ACL.kerberos("app/node1.example.com@EXAMPLE.COM", Perm.READ, remove_realm=True),
+        ACL.world(Perm.READ),
+    ]
+    async with aiocoord.connect(
+        server.secure_connect_string, ssl_context=server.client_ssl_context(me)
+    ) as client:
+        await client.create("/ids", acl=entries)
+        acl, _stat = await client.get_acl("/ids")
+        assert acl == entries
+        await client.delete("/ids")
+
+
+@pytest.mark.ensemble
+async def test_identities_carry_over_a_failover() -> None:
+    """On the member it fails over to, the client is its certificate's x509 identity
+    again (from the handshake) and the digest identity add_auth() gave it (re-sent)."""
+    async with ZooKeeperEnsemble(3, tls=True, tls_client_auth=True) as ensemble:
+        alice = await ensemble.make_client_certificate("alice")
+        bob = await ensemble.make_client_certificate("bob")
+        connect = ensemble.secure_connect_string
+        async with (
+            aiocoord.connect(connect, ssl_context=ensemble.client_ssl_context(alice)) as mine,
+            aiocoord.connect(connect, ssl_context=ensemble.client_ssl_context(bob)) as theirs,
+        ):
+            await mine.add_auth("digest", ":".join(OWNER))
+            await mine.create("/by-cert", acl=[ACL.x509(alice.subject)])
+            await mine.create("/by-digest", acl=[ACL.digest(*OWNER)])
+            host = mine.connected_to
+            assert host is not None
+            session = mine.session_id
+            member = next(m for m in ensemble.members if m.secure_port == host[1])
+            async with (
+                asyncio.timeout(30),
+                contextlib.aclosing(mine.state_changes()) as states,
+            ):
+                await member.kill()
+                async for state in states:
+                    if state is aiocoord.ConnectionState.RECONNECTED:
+                        break
+            assert mine.session_id == session and mine.connected_to not in (None, host)
+            assert (await mine.set("/by-cert", b"x")).version == 1
+            assert (await mine.set("/by-digest", b"x")).version == 1
+            for node in ("/by-cert", "/by-digest"):
+                await refused(theirs.set(node, b"bob's"))

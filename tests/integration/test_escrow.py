@@ -407,7 +407,7 @@ async def test_its_nodes_carry_its_acl_and_strangers_are_kept_out(client_factory
     try:
         counter = ShardedCounter(owner, "/secure/seats", shards=2, upper=10, acl=CREATOR_ALL_ACL)
         assert (await counter.increment()).succeeded
-        mine = [aiocoord.digest_acl("owner", "secret")]
+        mine = [aiocoord.ACL.digest("owner", "secret")]
         for node in ("/secure", "/secure/seats", "/secure/seats/shard-0", "/secure/seats/shard-1"):
             assert (await owner.get_acl(node))[0] == mine, node
         theirs = ShardedCounter(stranger, "/secure/seats", shards=2, upper=10)

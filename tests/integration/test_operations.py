@@ -221,7 +221,7 @@ async def test_digest_acl_keeps_out_other_identities(
     stranger = client_factory(auth=[("digest", "mallory:guess")])
     await owner.start()
     await stranger.start()
-    acl = [aiocoord.digest_acl("alice", "secret")]
+    acl = [aiocoord.ACL.digest("alice", "secret")]
     await owner.create("/private", b"s3cret", acl=acl)
     assert (await owner.get("/private"))[0] == b"s3cret"
     with pytest.raises(NoAuthError):

@@ -683,14 +683,14 @@ def sweep_cases() -> Iterator[Case]:
             ("items", P),
         )
     yield Case(
-        "digest_acl(5, 'pw')",
-        lambda c: aiocoord.digest_acl(5, "pw"),
+        "ACL.digest(5, 'pw')",
+        lambda c: aiocoord.ACL.digest(5, "pw"),
         ArgumentTypeError,
         ("username",),
     )
     yield Case(
-        "digest_acl('a:b', 'pw')",
-        lambda c: aiocoord.digest_acl("a:b", "pw"),
+        "ACL.digest('a:b', 'pw')",
+        lambda c: aiocoord.ACL.digest("a:b", "pw"),
         InvalidArgumentError,
         ("username",),
     )
@@ -1191,7 +1191,7 @@ def test_every_recipe_that_creates_nodes_takes_an_acl() -> None:
     """``acl=`` on every constructor in RECIPES (the caches create nothing)."""
     client = new_client()
     for kind, make in RECIPES.items():
-        acl = [aiocoord.digest_acl("me", "pw")]
+        acl = [aiocoord.ACL.digest("me", "pw")]
         made = make(client, P, acl=acl)
         assert made is not None, kind
     for make in CACHES.values():

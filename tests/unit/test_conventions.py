@@ -286,6 +286,29 @@ def test_node_data_and_identity_have_one_spelling() -> None:
     _assert_none(data_and_identity_violations(), "data= and participant_id=, keyword-only")
 
 
+def acl_constructor_violations() -> list[str]:
+    """Every ``ACL`` class method builds one entry the same way: the id's parts
+    first, then ``perms`` defaulting to ``Perm.ALL``, then keyword-only options."""
+    found = []
+    for name, member in vars(aiocoord.ACL).items():
+        if not isinstance(member, classmethod):
+            continue
+        params = list(inspect.signature(getattr(aiocoord.ACL, name)).parameters.values())
+        positional = [p for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+        if not positional or positional[-1].name != "perms":
+            found.append(f"ACL.{name}: perms is not the last positional parameter")
+        elif positional[-1].default is not aiocoord.Perm.ALL:
+            found.append(f"ACL.{name}: perms does not default to Perm.ALL")
+        if any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params):
+            found.append(f"ACL.{name}: takes *args or **kwargs")
+    return found
+
+
+def test_acl_entries_are_made_one_way_for_every_scheme() -> None:
+    assert len([m for m in vars(aiocoord.ACL).values() if isinstance(m, classmethod)]) >= 7
+    _assert_none(acl_constructor_violations(), "ACL constructors: (id parts, perms=Perm.ALL)")
+
+
 # --- 5. options: explicit keywords on every constructor ----------------------------------
 
 

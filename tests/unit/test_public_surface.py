@@ -354,6 +354,7 @@ async def test_reprs_still_work_once_the_client_is_closed(client: aiocoord.Clien
 # Public classes not built above, and why their instances print well anyway.
 ABSTRACT = {
     "aiocoord.Lockable": "a Protocol: instances are the locks above",
+    "aiocoord.ACLProvider": "a Protocol: instances are the callers' own functions",
     "aiocoord.RetryPolicy": "a base class: the policies are dataclasses",
     "aiocoord.ErrorPolicy": "a base class: the policies are dataclasses",
 }
