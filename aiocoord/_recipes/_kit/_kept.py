@@ -155,6 +155,9 @@ class KeptState:
     found (persistent); 0 before."""
     czxid: int
     """The node's creation zxid: a new value means the node was made again."""
+    failed: bool = False
+    """Whether the keeping stopped for good: another session took our path
+    (:attr:`KeptNode.failure` says why)."""
 
 
 class _Refused(Exception):
@@ -319,7 +322,9 @@ class KeptNode:
         return value
 
     def _publish(self) -> None:
-        state = KeptState(self._path, self.created, self._session, self._czxid)
+        state = KeptState(
+            self._path, self.created, self._session, self._czxid, self._failure is not None
+        )
         if state == self._state:
             return
         self._state = state
