@@ -247,6 +247,8 @@ class KeptNode:
         self._watch = watch
         self.delete_on_close = delete_on_close
         """Whether :meth:`aclose` deletes our node."""
+        self.deleted = False
+        """Whether :meth:`aclose` deleted our node (False: it was gone, or not ours)."""
         self._policy = check_error_policy(error_policy, path)
         self._in_use = in_use
         self._what = what or f"kept node {path!r}"
@@ -560,6 +562,7 @@ class KeptNode:
         if self._protected:
             if own is not None:
                 await own.delete()
+                self.deleted = True
             return
         path = self._path or self._target
         client = self._client
@@ -586,6 +589,7 @@ class KeptNode:
                 await retry_on_connection_loss(
                     client, functools.partial(client.delete, path, version=stat.version)
                 )
+                self.deleted = True
                 return
             except NoNodeError:
                 return
