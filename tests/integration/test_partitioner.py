@@ -310,6 +310,25 @@ async def test_a_dropped_connection_suspends_then_restores_the_same_claims(group
     assert {item: member.fencing_tokens[item] for item in owned} == tokens
 
 
+async def test_under_the_session_error_policy_a_dropped_connection_keeps_the_items(
+    group, state_log
+) -> None:
+    """error_policy= decides which states end what a member owns, as for a lock."""
+    parts, watcher, clients = await group(2, error_policy=aiocoord.SessionErrorPolicy())
+    await settled(watcher, parts, ITEMS)
+    member, client = parts[0], clients[0]
+    owned = member.owned
+    seen: list[Assignment] = []
+    member.add_listener(seen.append)
+    log = state_log(client)
+    drop_connection(client)
+    async with asyncio.timeout(WAIT):
+        await log.wait_for(ConnectionState.RECONNECTED)
+    await client.sync(PATH)  # a round trip after the reconnection: its re-read is done
+    assert all(a.owned == owned for a in seen)  # never emptied: only LOST is an error
+    assert member.owned == owned
+
+
 async def test_members_recover_after_a_server_restart(private_zookeeper, state_log) -> None:
     async with (
         aiocoord.connect(private_zookeeper.connect_string) as a,

@@ -32,6 +32,7 @@ import enum
 import functools
 import logging
 from collections.abc import Callable, Sequence, Set
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -585,10 +586,14 @@ class KeptNode:
                 same_data=data == self._data,
             ):
                 return
+            # Ours only while our session lasts: a delete that waited into another
+            # session could remove a node someone else made there meanwhile.
+            pinned = client.only_in_session(session) if self._ephemeral else nullcontext()
             try:
-                await retry_on_connection_loss(
-                    client, functools.partial(client.delete, path, version=stat.version)
-                )
+                with pinned:
+                    await retry_on_connection_loss(
+                        client, functools.partial(client.delete, path, version=stat.version)
+                    )
                 self.deleted = True
                 return
             except NoNodeError:
