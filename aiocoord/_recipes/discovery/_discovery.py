@@ -369,8 +369,10 @@ class ServiceDiscovery:
             # Another kind of node (ephemeral or not): ours goes, the new kind is made.
             kept.delete_on_close = True
             await kept.aclose()
-        kept = registration.kept = self._kept_node(registration)
+        registration.kept = None  # until it stands: a start that fails undoes itself
+        kept = self._kept_node(registration)
         await kept.start()
+        registration.kept = kept
         return True
 
     async def update(self, instance: ServiceInstance) -> None:

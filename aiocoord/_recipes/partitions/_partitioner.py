@@ -149,7 +149,8 @@ class _Connection(Hold):
     def mark_lost(self, reason: str, *, warn: bool = True) -> None:
         if self.lost:
             return
-        super().mark_lost(reason, warn=warn)
+        # No warning of its own: the partitioner warns of the items a loss takes.
+        super().mark_lost(reason, warn=False)
         self._on_lost()
 
 
