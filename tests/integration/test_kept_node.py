@@ -123,6 +123,29 @@ async def test_a_node_of_our_own_earlier_session_is_waited_out_not_deleted(start
         await kept.aclose()
 
 
+async def test_aclose_ends_a_start_that_waits_out_an_earlier_session(started) -> None:
+    old, new, observer = await started(3)
+    await old.create(NODE, b"old", ephemeral=True, make_parents=True)
+    kept = KeptNode(new, NODE, b"new")
+    kept.sessions.add(old.session_id)
+    said = _Said("still held by our earlier session")
+    logger = logging.getLogger("aiocoord")
+    logger.addHandler(said)
+    try:
+        starting = asyncio.create_task(kept.start())
+        async with asyncio.timeout(WAIT):
+            await said.event.wait()
+        await kept.aclose()
+        with pytest.raises(RecipeClosedError):
+            await starting
+    finally:
+        logger.removeHandler(said)
+    await old.aclose()  # the old node goes; nothing of ours takes its place
+    await observer.sync(NODE)
+    assert await observer.exists(NODE) is None
+    assert new.pending_watches == 0 and new.background_tasks == 0
+
+
 async def test_a_foreign_node_is_refused_and_left_alone(started) -> None:
     a, b = await started(2)
     await b.create(NODE, b"theirs", ephemeral=True, make_parents=True)
