@@ -790,10 +790,11 @@ class Partitioner:
             try:
                 snapshot = await self._read()
                 if not self._is_member(snapshot, session):
-                    # Our member node is being made (or made again): its keeper wakes us.
+                    # Our member node is being made (or made again): its keeper wakes
+                    # us; read again after a session timeout at the latest all the same.
                     self._stable = False
                     self._publish()
-                    await self._wait(None)
+                    await self._wait(client.session_timeout)
                     continue
                 self._check_grants(snapshot, session)
                 if not connection.lost:
