@@ -165,9 +165,9 @@ class Partitions:
         """The store's begin/end with the item's token, then a fenced ZooKeeper write."""
         section = _Section()
         try:
-            section.token = token = part.fencing_token(item)
-        except NotOwnerError as error:  # moved on since the loop looked
-            return Outcome("fail", _name(error), section.value(lost=False))
+            section.token = token = part.fencing_tokens[item]
+        except KeyError:  # moved on since the loop looked
+            return Outcome("fail", NotOwnerError.__name__, section.value(lost=False))
         section.t_acq = self.worker.now()
 
         async def lost() -> None:

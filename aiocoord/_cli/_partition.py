@@ -52,7 +52,7 @@ async def partition_command(args: argparse.Namespace, interrupts: Interrupts) ->
                 changed.clear()
                 await changed.wait()
                 continue
-            tokens = {item: part.fencing_token(item) for item in sorted(owned)}
+            tokens = dict(sorted(part.fencing_tokens.items()))
             env = dict(os.environ)
             env[ENV_ITEMS] = ",".join(tokens)
             env[ENV_TOKENS] = ",".join(f"{item}={token}" for item, token in tokens.items())

@@ -114,14 +114,14 @@ async def test_a_register_cancelled_with_its_create_in_flight_leaves_no_node(
     async with a, ServiceDiscovery(a, BASE) as discovery:
         await a.ensure_path(f"{BASE}/api")
         sent = asyncio.Event()
-        original = a.create
+        original = a.create_with_stat
 
-        async def create(*args: Any, **kwargs: Any) -> Any:
+        async def create_with_stat(*args: Any, **kwargs: Any) -> Any:
             proxy.hold()  # the create is written, and stays in the proxy
             sent.set()
             return await original(*args, **kwargs)
 
-        monkeypatch.setattr(a, "create", create)
+        monkeypatch.setattr(a, "create_with_stat", create_with_stat)
         registering = asyncio.create_task(discovery.register(api()))
         await sent.wait()
         registering.cancel()
@@ -146,14 +146,14 @@ async def test_a_re_register_that_is_cancelled_keeps_the_earlier_registration(
     async with a, ServiceDiscovery(a, BASE) as discovery:
         await discovery.register(api())
         sent = asyncio.Event()
-        original = a.create
+        original = a.set
 
-        async def create(*args: Any, **kwargs: Any) -> Any:
-            proxy.hold()
+        async def set_data(*args: Any, **kwargs: Any) -> Any:
+            proxy.hold()  # the rewrite of the node is written, and stays in the proxy
             sent.set()
             return await original(*args, **kwargs)
 
-        monkeypatch.setattr(a, "create", create)
+        monkeypatch.setattr(a, "set", set_data)
         again = asyncio.create_task(discovery.register(api(port=1)))
         await sent.wait()
         again.cancel()
@@ -208,15 +208,15 @@ async def test_a_register_waiting_behind_a_cancelled_one_still_registers(
     a = through()
     async with a, ServiceDiscovery(a, BASE) as discovery:
         sent = asyncio.Event()
-        original = a.create
+        original = a.create_with_stat
 
-        async def create(*args: Any, **kwargs: Any) -> Any:
+        async def create_with_stat(*args: Any, **kwargs: Any) -> Any:
             if not sent.is_set():
                 proxy.hold()  # the first create is written, and stays in the proxy
                 sent.set()
             return await original(*args, **kwargs)
 
-        monkeypatch.setattr(a, "create", create)
+        monkeypatch.setattr(a, "create_with_stat", create_with_stat)
         first = asyncio.create_task(discovery.register(api(port=1)))
         await sent.wait()
         second = asyncio.create_task(discovery.register(api(port=2)))  # waits for the first

@@ -269,6 +269,25 @@ async def test_membership_rides_out_a_dropped_connection(started, state_log) -> 
         assert by_id(await member.participants()) == {"a": b"x"}
 
 
+async def test_under_the_standard_error_policy_membership_is_out_while_suspended(
+    started, state_log
+) -> None:
+    (a,) = await started(1)
+    log = state_log(a)
+    policy = aiocoord.StandardErrorPolicy()
+    async with GroupMember(a, "/group", participant_id="a", error_policy=policy) as member:
+        seen: list[bool] = []
+        a.add_listener(lambda _state: seen.append(member.is_member))
+        before = await a.exists("/group/a")
+        drop_connection(a)
+        async with asyncio.timeout(EVENT_TIMEOUT):
+            await log.wait_for(ConnectionState.RECONNECTED)
+        assert seen == [False, True]  # out while suspended; back with the same session
+        assert member.is_member
+        await member.wait_member()
+        assert await a.exists("/group/a") == before  # the same node all along
+
+
 async def test_an_observer_cut_off_while_the_group_changed_reads_it_again_on_reconnecting(
     started, through, proxy: TcpProxy, state_log
 ) -> None:

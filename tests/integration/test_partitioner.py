@@ -238,7 +238,7 @@ async def test_fencing_tokens_grow_with_every_grant_and_fences_refuse_a_former_o
     watcher.follow(first)
     async with first:
         await watcher.until(lambda: first.owned == {"x"})
-        token = first.fencing_token("x")
+        token = first.fencing_tokens["x"]
         await first.transaction("x").set("/store", b"first").commit()
         stale = first.transaction("x").set("/store", b"stale")
     # Given back on leaving: the fence fails even before anyone else claims the item.
@@ -250,7 +250,7 @@ async def test_fencing_tokens_grow_with_every_grant_and_fences_refuse_a_former_o
     watcher.follow(second)
     async with second:
         await watcher.until(lambda: second.owned == {"x"})
-        assert second.fencing_token("x") > token
+        assert second.fencing_tokens["x"] > token
         await second.transaction("x").set("/store", b"second").commit()
     assert (await a.get("/store"))[0] == b"second"
 
@@ -275,7 +275,7 @@ async def test_an_expired_member_drops_its_items_at_once_and_rejoins(group, star
     parts, watcher, clients = await group(3)
     await settled(watcher, parts, ITEMS)
     victim, victim_client = parts[0], clients[0]
-    tokens = {item: victim.fencing_token(item) for item in victim.owned}
+    tokens = dict(victim.fencing_tokens)
     held = sorted(victim.owned)[0]
     stale = victim.transaction(held).create("/stale-write")
     losses: list[frozenset[str]] = []
@@ -291,7 +291,7 @@ async def test_an_expired_member_drops_its_items_at_once_and_rejoins(group, star
     (observer,) = await started(1)
     assert await claims_on_server(observer) == owner_of(assignment)
     for item in victim.owned & tokens.keys():
-        assert victim.fencing_token(item) > tokens[item]
+        assert victim.fencing_tokens[item] > tokens[item]
     assert watcher.overlaps == []
 
 
@@ -300,13 +300,32 @@ async def test_a_dropped_connection_suspends_then_restores_the_same_claims(group
     await settled(watcher, parts, ITEMS)
     member, client = parts[0], clients[0]
     owned = member.owned
-    tokens = {item: member.fencing_token(item) for item in owned}
+    tokens = {item: member.fencing_tokens[item] for item in owned}
     seen: list[Assignment] = []
     member.add_listener(seen.append)
     drop_connection(client)
     await watcher.until(lambda: any(not a.owned for a in seen))
     await watcher.until(lambda: member.owned == owned and member.assignment.stable)
-    assert {item: member.fencing_token(item) for item in owned} == tokens
+    assert {item: member.fencing_tokens[item] for item in owned} == tokens
+
+
+async def test_under_the_session_error_policy_a_dropped_connection_keeps_the_items(
+    group, state_log
+) -> None:
+    """error_policy= decides which states end what a member owns, as for a lock."""
+    parts, watcher, clients = await group(2, error_policy=aiocoord.SessionErrorPolicy())
+    await settled(watcher, parts, ITEMS)
+    member, client = parts[0], clients[0]
+    owned = member.owned
+    seen: list[Assignment] = []
+    member.add_listener(seen.append)
+    log = state_log(client)
+    drop_connection(client)
+    async with asyncio.timeout(EVENT_TIMEOUT):
+        await log.wait_for(ConnectionState.RECONNECTED)
+    await client.sync(PATH)  # a round trip after the reconnection: its re-read is done
+    assert all(a.owned == owned for a in seen)  # never emptied: only LOST is an error
+    assert member.owned == owned
 
 
 async def test_members_recover_after_a_server_restart(private_zookeeper, state_log) -> None:
@@ -363,14 +382,14 @@ async def test_a_paused_member_loses_its_items_and_its_fenced_writes_are_refused
         async with p, q:
             await settled(watcher, [p, q], ITEMS)
             item = sorted(p.owned)[0]
-            old_token = p.fencing_token(item)
+            old_token = p.fencing_tokens[item]
             stale = p.transaction(item).set("/store", b"stale")
             proxy.hold()
             async with asyncio.timeout(EVENT_TIMEOUT):
                 await log.wait_for(ConnectionState.SUSPENDED)
             assert p.owned == frozenset()
             await watcher.until(lambda: q.owned == frozenset(ITEMS) and q.assignment.stable)
-            assert q.fencing_token(item) > old_token
+            assert q.fencing_tokens[item] > old_token
             await q.transaction(item).set("/store", b"fresh").commit()
             proxy.release()
             with pytest.raises(PartitionLostError):

@@ -220,7 +220,7 @@ async def test_partitioner_rebalances_holds_owned_items_and_lost_items(
         try:
             await _until(one, lambda a: a.stable and len(a.owned) == 4)
             assert total(otel, owned, aiocoord_path=path) == 4
-            tokens = {item: one.fencing_token(item) for item in items}
+            tokens = {item: one.fencing_tokens[item] for item in items}
             await two.start()
             try:
                 await _until(two, lambda a: a.stable and len(a.owned) == 2)

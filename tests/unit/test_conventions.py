@@ -136,7 +136,7 @@ HOLD_WITHOUT_TIMEOUT = {
 
 NOT_HOLDERS = {
     "aiocoord.Lockable": "a Protocol: what MultiLock needs of the locks it takes",
-    "aiocoord.Partitioner": "holds many items at once: fence(item) and fencing_token(item)",
+    "aiocoord.Partitioner": "holds many items at once: fence(item) and fencing_tokens[item]",
 }
 """Public classes with a ``fence()`` that are not holders themselves, and why."""
 
@@ -190,6 +190,41 @@ def test_every_class_with_a_fence_is_checked_as_a_holder() -> None:
         if callable(member(cls, "fence")) and cls not in checked and name not in NOT_HOLDERS
     ]
     assert unchecked == [], f"holders not in HOLDERS: {unchecked}"
+
+
+def test_a_non_holder_with_fences_has_its_tokens_as_a_property() -> None:
+    """A holder's ``fencing_token`` is a property; a class that fences many things
+    (fence(item)) has their tokens as one read-only mapping property, not a method."""
+    for name in NOT_HOLDERS:
+        cls = public_classes()[name]
+        if not callable(member(cls, "fence")) or name == "aiocoord.Lockable":
+            continue
+        assert member(cls, "fencing_token") is None, f"{name}.fencing_token"
+        assert isinstance(member(cls, "fencing_tokens"), property), f"{name}.fencing_tokens"
+
+
+LOSES_TO_CONNECTION_STATES = (
+    aiocoord.Mutex,
+    aiocoord.ReadWriteLock,
+    aiocoord.Semaphore,
+    aiocoord.SemaphoreMutex,
+    aiocoord.LeaderLatch,
+    aiocoord.LeaderElection,
+    aiocoord.LeaderElectionGroup,
+    aiocoord.Queue,
+    aiocoord.Partitioner,
+    aiocoord.GroupMember,
+)
+"""Recipes whose hold, leadership, take, items or membership a connection state can end."""
+
+
+def test_what_a_connection_state_can_end_takes_a_keyword_error_policy() -> None:
+    missing = []
+    for cls in LOSES_TO_CONNECTION_STATES:
+        parameter = _keyword(cls.__init__, "error_policy")
+        if parameter is None or parameter.default is not None:
+            missing.append(cls.__name__)
+    assert missing == [], f"no keyword-only error_policy=None: {missing}"
 
 
 def test_every_hold_scope_is_the_kits_one() -> None:

@@ -6,12 +6,12 @@ is made as a container when missing (so the server sweeps an empty service
 away). A DYNAMIC instance is an ephemeral node; STATIC and PERMANENT ones are
 persistent.
 
-A :class:`ServiceDiscovery` keeps what it registered: after a reconnection it
-checks its nodes, and after a session expiry it makes its DYNAMIC nodes again,
-with the data of the last :meth:`~ServiceDiscovery.update`. One node per
-instance, whatever the outages: a create whose reply was lost is found (an
-ephemeral node of our own session, or a persistent node holding our data) and
-kept, not made twice.
+A :class:`ServiceDiscovery` keeps what it registered, each instance's node a
+:class:`~.._kit._kept.KeptNode`: after a reconnection it checks its nodes, and
+after a session expiry it makes its DYNAMIC nodes again, with the data of the
+last :meth:`~ServiceDiscovery.update`. One node per instance, whatever the
+outages: a create whose reply was lost is found (an ephemeral node of our own
+session, or a persistent node) and kept, not made twice.
 
 As in Curator, the last registration of an id wins: a node of that id that
 another session holds is deleted and made again as ours.
@@ -31,28 +31,21 @@ from ... import _paths, _telemetry
 from ..._checks import check_recipe_acl
 from ..._exceptions import (
     ArgumentTypeError,
-    BadVersionError,
-    ClientClosedError,
-    CoordinationError,
     CorruptValueError,
     DataTooLargeError,
     InvalidArgumentError,
-    NodeExistsError,
     NoNodeError,
-    SessionError,
-    SessionExpiredError,
 )
 from ..._session import (
     Client,
     check_client,
     retry_on_connection_loss,
     run_cleanup,
-    track_sends,
 )
 from ..._types import ACL
 from .._kit._children import read_children
+from .._kit._kept import Foreign, KeptNode, KeptState
 from .._kit._lifecycle import Lifecycle, Resource
-from .._kit._waits import Reconnects
 from ._cache import DEFAULT_MAX_BUFFER, ServiceCache
 from ._instance import ServiceInstance, ServiceType, check_node_name
 from ._provider import DEFAULT_DOWN_TIMEOUT, DEFAULT_ERROR_THRESHOLD, ServiceProvider
@@ -65,17 +58,19 @@ log = logging.getLogger("aiocoord")
 
 @dataclass(eq=False)
 class _Registration:
-    """One instance this object registered: its latest form, and what it writes."""
+    """One instance this object registered: its latest form, and the node it keeps."""
 
     instance: ServiceInstance
     data: bytes
     path: str
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    """Serialises the writes to this instance's node (register, update, re-register)."""
+    """Serialises the writes to this instance's node (register, update, unregister)."""
     gone: bool = False
     """Unregistered: nothing may make its node again."""
+    kept: KeptNode | None = None
+    """The node, kept while registered (made by the first register)."""
     session: int = 0
-    """The session our node was last known to be made or found in (0: none yet)."""
+    """The session our node was last made or found in (0: none yet)."""
 
     @property
     def ephemeral(self) -> bool:
@@ -133,9 +128,8 @@ class ServiceDiscovery(Resource):
         self._registered: dict[tuple[str, str], _Registration] = {}
         self._life = Lifecycle(f"service discovery {base_path!r}", self._open, self._shut)
         super().__init__(self._life)
-        self._reconnects = Reconnects(client, self._on_reconnected)
-        self._recheck = asyncio.Event()
-        self._keeper: asyncio.Task[Any] | None = None
+        self._running = False
+        """Between the start of :meth:`start` and the close: registering is allowed."""
         self._closables: weakref.WeakSet[Any] = weakref.WeakSet()
         """Caches and providers made by :meth:`cache` and :meth:`provider`, closed with us."""
         self._tags = _telemetry.recipe_tags(
@@ -210,27 +204,27 @@ class ServiceDiscovery(Resource):
     # --- life cycle ---------------------------------------------------------------------------
 
     async def _open(self) -> None:
-        self._reconnects.listen()
-        self._keeper = self._client.start_background(
-            self._keep(), name=f"aiocoord-discovery {self._base}"
-        )
+        self._running = True
         try:
             if self._first is not None:
                 await self._register(self._first)
         except BaseException:
-            await self._stop_keeper()
+            self._running = False
             raise
 
     async def _shut(self, started: bool) -> None:
+        self._running = False
         for closable in list(self._closables):
             await closable.aclose()
         self._closables.clear()
-        await self._stop_keeper()
         leaving = [r for r in self._registered.values() if not r.gone]
         self._registered.clear()
         for registration in leaving:
             registration.gone = True
         owned = [r for r in leaving if r.instance.service_type is not ServiceType.PERMANENT]
+        for registration in leaving:
+            if registration.kept is not None and registration not in owned:
+                await registration.kept.aclose()  # PERMANENT: kept no more, left in place
         if owned:
             await run_cleanup(self._client, lambda: self._delete_all(owned))
 
@@ -240,22 +234,14 @@ class ServiceDiscovery(Resource):
             name = "aiocoord.discovery.unregister"
             with self._span(name, registration.path, registration.instance) as op:
                 async with registration.lock:
-                    deleted = await self._delete_if_ours(registration)
-                op.outcome("unregistered" if deleted else "absent")
-
-    async def _stop_keeper(self) -> None:
-        self._reconnects.stop()
-        keeper, self._keeper = self._keeper, None
-        if keeper is not None:
-            keeper.cancel()
-            await asyncio.wait([keeper])
-
-    def _on_reconnected(self) -> None:
-        self._recheck.set()
+                    kept = registration.kept
+                    if kept is not None:
+                        await kept.aclose()
+                op.outcome("unregistered" if kept is not None and kept.deleted else "absent")
 
     def _check_started(self) -> None:
         self._life.check_open()
-        if self._keeper is None:
+        if not self._running:
             raise RuntimeError(f"{self!r} is not started: start it (or use async with) first")
 
     # --- registering ---------------------------------------------------------------------
@@ -289,29 +275,88 @@ class ServiceDiscovery(Resource):
                 async with registration.lock:
                     if registration.gone:
                         continue  # a register we waited for failed, or an unregister came
-                    registration.instance, registration.data = instance, data
-                    await self._write(key, registration, fresh=fresh)
+                    await self._write(key, registration, instance, data, fresh=fresh)
                     op.outcome("registered")
                     return
 
+    def _kept_node(self, registration: _Registration) -> KeptNode:
+        """The kept node of a registration, in its instance's current kind."""
+        kind = registration.instance.service_type
+        kept = KeptNode(
+            self._client,
+            registration.path,
+            registration.data,
+            ephemeral=kind is ServiceType.DYNAMIC,
+            acl=self._acl,
+            # The last registration of an id wins, as in Curator; a watch on the
+            # node would fight another registrant's for it, so look after reconnects.
+            foreign=Foreign.REPLACE,
+            watch=False,
+            delete_on_close=kind is not ServiceType.PERMANENT,
+            what=f"service instance {registration.path!r}",
+        )
+        kept.add_listener(functools.partial(self._on_kept, registration))
+        return kept
+
+    def _on_kept(self, registration: _Registration, state: KeptState) -> None:
+        if not state.created:
+            return
+        if (
+            registration.ephemeral
+            and registration.session
+            and state.session != registration.session
+        ):
+            # Made again in a new session (the old one expired with the node).
+            _telemetry.add("aiocoord.discovery.reregistrations", 1, self._tags.metric_attributes)
+        registration.session = state.session
+
     async def _write(
-        self, key: tuple[str, str], registration: _Registration, *, fresh: bool
-    ) -> None:
-        """Make the registration's node (under its lock); a fresh one that fails or is
+        self,
+        key: tuple[str, str],
+        registration: _Registration,
+        instance: ServiceInstance,
+        data: bytes,
+        *,
+        fresh: bool,
+    ) -> bool:
+        """Make the registration's node hold ``instance`` (under its lock); whether it
+        was made (rather than rewritten in place). A fresh one that fails or is
         cancelled is forgotten, and what it made deleted."""
-        with track_sends() as sends:
-            try:
-                await self._ensure(registration)
-                self._life.check_open()
-            except BaseException:
-                if not fresh and not self._life.closed:
-                    raise  # still registered: kept as it is, and checked after outages
-                if self._registered.get(key) is registration:
-                    del self._registered[key]
-                registration.gone = True
-                if sends.sent:
-                    await run_cleanup(self._client, lambda: self._delete_if_ours(registration))
-                raise
+        try:
+            made: bool = await self._rewrite(registration, instance, data)
+            self._life.check_open()
+            return made
+        except BaseException:
+            if not fresh and not self._life.closed:
+                raise  # still registered: kept as it is, and checked after outages
+            if self._registered.get(key) is registration:
+                del self._registered[key]
+            registration.gone = True
+            if registration.kept is not None:
+                await registration.kept.aclose()  # deletes what it made, if anything
+            raise
+
+    async def _rewrite(
+        self, registration: _Registration, instance: ServiceInstance, data: bytes
+    ) -> bool:
+        """Publish ``instance`` in the registration's node, remaking the node if its
+        kind changed; whether the node was made (rather than rewritten in place)."""
+        same_kind = (instance.service_type is ServiceType.DYNAMIC) == registration.ephemeral
+        registration.instance, registration.data = instance, data
+        kept = registration.kept
+        if kept is not None and same_kind:
+            before = kept.state.czxid
+            await kept.set_data(data)  # made again here if it was found gone
+            return kept.state.czxid != before
+        if kept is not None:
+            # Another kind of node (ephemeral or not): ours goes, the new kind is made.
+            kept.delete_on_close = True
+            await kept.aclose()
+        registration.kept = None  # until it stands: a start that fails undoes itself
+        kept = self._kept_node(registration)
+        await kept.start()
+        registration.kept = kept
+        return True
 
     async def update(self, instance: ServiceInstance) -> None:
         """Replace the data of an instance this object registered (same name and
@@ -329,19 +374,8 @@ class ServiceDiscovery(Resource):
             async with registration.lock:
                 if registration.gone:
                     raise InvalidArgumentError("instance", "it was unregistered meanwhile", path)
-                same_kind = (instance.service_type is ServiceType.DYNAMIC) == registration.ephemeral
-                registration.instance, registration.data = instance, data
-                if same_kind:
-                    try:
-                        await retry_on_connection_loss(
-                            self._client, lambda: self._client.set(path, data)
-                        )
-                        op.outcome("updated")
-                        return
-                    except (NoNodeError, SessionExpiredError):
-                        pass  # gone with a session, or deleted: make it again below
-                await self._ensure(registration)
-                op.outcome("registered")  # its node was made again
+                made = await self._rewrite(registration, instance, data)
+                op.outcome("registered" if made else "updated")  # made again, or rewritten
 
     async def unregister(self, instance: ServiceInstance) -> None:
         """Delete the instance's node (``<base>/<name>/<id>``), whoever registered
@@ -355,122 +389,17 @@ class ServiceDiscovery(Resource):
             registration = self._registered.pop((instance.name, instance.id), None)
             if registration is not None:
                 registration.gone = True
-                async with registration.lock:
-                    pass  # a write under way ends first; none starts after `gone`
+                async with registration.lock:  # a write under way ends first; none starts after
+                    kept = registration.kept
+                    if kept is not None:
+                        kept.delete_on_close = False  # deleted below, whoever holds it
+                        await kept.aclose()
             try:
                 await retry_on_connection_loss(client, lambda: client.delete(path))
             except NoNodeError:
                 op.outcome("absent")
             else:
                 op.outcome("unregistered")
-
-    async def _ensure(self, registration: _Registration) -> None:
-        """Make the instance's node hold our data, in our session if ephemeral
-        (under its lock). Survives connection losses and session expiries."""
-        while True:
-            try:
-                await retry_on_connection_loss(
-                    self._client, lambda: self._ensure_once(registration)
-                )
-                return
-            except SessionExpiredError:
-                continue  # made nothing that lives on: start over in the new session
-
-    async def _ensure_once(self, registration: _Registration) -> None:
-        client = self._client
-        path, data, ephemeral = registration.path, registration.data, registration.ephemeral
-        while True:
-            if registration.gone:
-                return
-            session = client.session_id
-            try:
-                await client.create(
-                    path, data, ephemeral=ephemeral, container_parents=True, acl=self._acl
-                )
-                registration.session = session
-                return
-            except NodeExistsError:
-                pass
-            try:
-                found, stat = await client.get(path)
-            except NoNodeError:
-                continue
-            if client.session_id != session:
-                continue  # only a reply within one session tells who owns the node
-            ours = stat.ephemeral_owner == session if ephemeral else stat.ephemeral_owner == 0
-            try:
-                if not ours:
-                    # Another session's node (or one of the wrong kind): the last
-                    # registration wins, as in Curator.
-                    await client.delete(path, version=stat.version)
-                    continue
-                if found != data:
-                    await client.set(path, data, version=stat.version)
-                registration.session = session
-                return
-            except (NoNodeError, BadVersionError):
-                continue
-
-    async def _delete_if_ours(self, registration: _Registration) -> bool:
-        """Delete the node if it is the one we made (our ephemeral, or our data);
-        whether this deleted it."""
-        client = self._client
-        path = registration.path
-        while True:
-            session = client.session_id
-            try:
-                found, stat = await retry_on_connection_loss(client, lambda: client.get(path))
-            except NoNodeError:
-                return False
-            if client.session_id != session:
-                continue
-            if registration.ephemeral:
-                if stat.ephemeral_owner != session:
-                    return False
-            elif stat.ephemeral_owner != 0 or found != registration.data:
-                return False
-            try:
-                await retry_on_connection_loss(
-                    client, functools.partial(client.delete, path, version=stat.version)
-                )
-                return True
-            except NoNodeError:
-                return False
-            except BadVersionError:
-                continue
-
-    async def _keep(self) -> None:
-        """After every reconnection: make sure each registered node is there, ours,
-        and current (made again after a session expiry)."""
-        client = self._client
-        while True:
-            await self._recheck.wait()
-            self._recheck.clear()
-            for registration in list(self._registered.values()):
-                while not registration.gone:
-                    try:
-                        async with registration.lock:
-                            before = registration.session
-                            await self._ensure(registration)
-                        if registration.ephemeral and before and registration.session != before:
-                            # Made again in a new session (the old one expired with the node).
-                            _telemetry.add(
-                                "aiocoord.discovery.reregistrations",
-                                1,
-                                self._tags.metric_attributes,
-                            )
-                        break
-                    except ClientClosedError:
-                        return
-                    except SessionError:
-                        await client.wait_connected()
-                    except CoordinationError as error:
-                        log.warning(
-                            "service discovery: could not register %r again: %r",
-                            registration.path,
-                            error,
-                        )
-                        break
 
     # --- reading ------------------------------------------------------------------------------
 

@@ -32,8 +32,9 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import anyio
@@ -60,21 +61,23 @@ from ..._session import (
     Broadcast,
     ChangeStream,
     Client,
-    ConnectionState,
+    ErrorPolicy,
     Fence,
     PersistentWatch,
     Transaction,
+    check_error_policy,
     retry_on_connection_loss,
     run_cleanup,
-    track_sends,
 )
 from ..._types import ACL, Stat
 from .._kit._args import generated_participant_id, recipe_path
 from .._kit._children import read_children, read_children_and
+from .._kit._holding import Hold, LossMonitor
+from .._kit._kept import Foreign, KeptNode, KeptState
 from .._kit._lifecycle import Lifecycle, Phase, Resource
 from .._kit._participants import Participant
 from .._kit._pulse import Pulse
-from .._kit._waits import wait_out_session
+from .._kit._waits import Reconnects
 from ._rules import assign, parse_items
 
 __all__ = ["Assignment", "PartitionItems", "Partitioner"]
@@ -84,9 +87,6 @@ log = logging.getLogger("aiocoord")
 _MEMBER = "member-"
 _CLAIM = "claim-"
 _TOKEN = "token-"
-
-_LOCAL_MEMBERS = "aiocoord.partition-members"
-"""Key of the client's recipe state holding the member nodes its partitioners keep."""
 
 _MAX_PAUSE = 2.0
 """Longest pause between passes after an unexpected error (seconds)."""
@@ -137,6 +137,22 @@ class _Grant:
     version: int
     token: int
     session: int
+
+
+class _Connection(Hold):
+    """Our connection in one session, as the error policy judges it: lost (and
+    reported to the partitioner at once) when it enters an error state."""
+
+    def __init__(self, on_lost: Callable[[], None]) -> None:
+        super().__init__()
+        self._on_lost = on_lost
+
+    def mark_lost(self, reason: str, *, warn: bool = True) -> None:
+        if self.lost:
+            return
+        # No warning of its own: the partitioner warns of the items a loss takes.
+        super().mark_lost(reason, warn=False)
+        self._on_lost()
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,12 +221,12 @@ class Partitioner(Resource):
 
     - **Exclusive.** An item's claim is one ephemeral node, and a member claims
       an item only once the previous claim is gone, so an item never has two
-      live claims. A member whose session is lost, or (under the client's
-      error policy; the standard one) whose connection is suspended, drops
-      :attr:`owned` to empty at once; after reconnecting in the same session
-      it finds its claims again (same tokens). :meth:`fence` guards a
+      live claims. A member whose session is lost, or (under ``error_policy``,
+      default the client's; the standard one) whose connection is suspended,
+      drops :attr:`owned` to empty at once; after reconnecting in the same
+      session it finds its claims again (same tokens). :meth:`fence` guards a
       transaction so that ZooKeeper refuses it once the item has moved on;
-      :meth:`fencing_token` is for stores outside ZooKeeper.
+      :attr:`fencing_tokens` are for stores outside ZooKeeper.
     - **Balanced and sticky.** Every member computes the same assignment:
       each item's current owner keeps it while within its quota (the items
       split by ``weight``, to within one item), and only the excess and the
@@ -244,11 +260,13 @@ class Partitioner(Resource):
         settle: float = 1.0,
         weight: float = 1.0,
         acl: Sequence[ACL] | None = None,
+        error_policy: ErrorPolicy | None = None,
     ) -> None:
         recipe_path(client, path, "partitioner")
         self._client = client
         self._path = path
         self._acl = check_recipe_acl(acl, path)
+        policy = check_error_policy(error_policy, path) or client.error_policy
         self._settle = check_seconds(settle, "settle", path=path)
         self._weight = _check_weight(weight, path)
         if participant_id is None:
@@ -273,8 +291,13 @@ class Partitioner(Resource):
         self._attempted: set[str] = set()
         """Items whose claim was sent and not confirmed: looked for when leaving."""
         self._suspended = False
-        self._interruptions = 0
-        """Counts the connection's error states, to tell a read made before one."""
+        self._monitor = LossMonitor(client, policy, f"partitioner {self._member_node!r}")
+        self._connection: _Connection | None = None
+        """Lost (and then replaced) when the connection enters a state the error
+        policy calls an error: what this member owns goes with it."""
+        self._reconnects = Reconnects(client, self._on_reconnected, on_lost=self._on_lost)
+        self._member: KeptNode | None = None
+        """Our member node, kept from :meth:`start` to :meth:`aclose`."""
         self._stable = False
         self._failure: BaseException | None = None
         self._runner: asyncio.Task[Any] | None = None
@@ -286,7 +309,7 @@ class Partitioner(Resource):
         self._bad_items: bytes | None = None
         self._sessions: set[int] = set()
         """Every session this member has taken part in: a node of an earlier one is
-        ours, on its way out, not another member's."""
+        ours, on its way out, not another member's (shared with our kept member node)."""
         self._tags = _telemetry.recipe_tags(client.telemetry, "partitioner", path, client.namespace)
         self._holds: dict[str, _telemetry.HoldRecord] = {}
         """Each granted item's hold span and timer (telemetry on)."""
@@ -343,10 +366,16 @@ class Partitioner(Resource):
             session_id=grant.session,
         )
 
-    def fencing_token(self, item: str) -> int:
-        """An int that grows with every grant of ``item`` (the claim's creation zxid),
-        for stores outside ZooKeeper. NotOwnerError if not owned now."""
-        return self._grant(item).token
+    @property
+    def fencing_tokens(self) -> Mapping[str, int]:
+        """The fencing token of each item owned now (local state, no I/O): an int that
+        grows with every grant of the item (its claim's creation zxid), for stores
+        outside ZooKeeper. A read-only snapshot; ``fencing_tokens[item]`` raises
+        KeyError for an item not owned."""
+        owned = self._assignment.owned
+        return MappingProxyType(
+            {item: grant.token for item, grant in self._grants.items() if item in owned}
+        )
 
     def transaction(self, item: str) -> Transaction:
         """A transaction already guarded by :meth:`fence` of ``item``."""
@@ -462,27 +491,42 @@ class Partitioner(Resource):
 
     async def _open(self) -> None:
         client = self._client
-        local = client.recipe_state(_LOCAL_MEMBERS, set[str])
-        if self._member_node in local:
-            raise MemberIdInUseError(self._member_node)
-        local.add(self._member_node)
         self._failure = None
-        with track_sends() as sends:
-            try:
-                if self._items_node is not None:
-                    self._items = tuple(await self._read_items_strictly())
-                client.add_listener(self._on_state)
-                self._sessions.add(client.session_id)
-                await retry_on_connection_loss(client, lambda: self._join(client.session_id))
-                self._runner = client.start_background(
-                    self._run(), name=f"aiocoord-partitioner {self._member_node}"
-                )
-            except BaseException as error:
-                client.remove_listener(self._on_state)
-                local.discard(self._member_node)
-                if sends.sent and not isinstance(error, MemberIdInUseError):
-                    await run_cleanup(client, self._leave)
-                raise
+        # A kept node closes for good: each start keeps our node with a new one.
+        member = self._member = self._member_keeper()
+        try:
+            if self._items_node is not None:
+                self._items = tuple(await self._read_items_strictly())
+            self._reconnects.listen()
+            self._sessions.add(client.session_id)
+            await member.start()
+            self._runner = client.start_background(
+                self._run(), name=f"aiocoord-partitioner {self._member_node}"
+            )
+        except BaseException:
+            self._reconnects.stop()
+            await member.aclose()  # a start that failed undid itself; one that ended, here
+            raise
+
+    def _member_keeper(self) -> KeptNode:
+        """Our member node, ``member-<id>`` holding our id and weight."""
+        data = json.dumps({"id": self._id, "weight": self._weight}).encode()
+        member = KeptNode(
+            self._client,
+            self._member_node,
+            data,
+            acl=self._acl,
+            foreign=Foreign.REFUSE,
+            in_use=MemberIdInUseError,
+            what=f"partitioner {self._member_node!r}",
+        )
+        member.sessions = self._sessions
+        member.add_listener(self._on_member)
+        return member
+
+    def _on_member(self, state: KeptState) -> None:
+        """Our member node came, went or was taken: read the group again."""
+        self._wake.set()
 
     async def _read_items_strictly(self) -> list[str]:
         assert self._items_node is not None
@@ -508,18 +552,20 @@ class Partitioner(Resource):
     async def _shut(self, started: bool) -> None:
         client = self._client
         if started:
-            client.remove_listener(self._on_state)
+            self._reconnects.stop()
             runner, self._runner = self._runner, None
             # Stop working on the items before they are given back.
             self._suspended = True
             self._publish()
-            try:
-                if runner is not None:
-                    runner.cancel()
-                    await asyncio.wait([runner])
-                await run_cleanup(client, self._leave)
-            finally:
-                client.recipe_state(_LOCAL_MEMBERS, set[str]).discard(self._member_node)
+            if runner is not None:
+                runner.cancel()
+                await asyncio.wait([runner])
+            await run_cleanup(client, self._leave)
+        elif self._member is not None:
+            await self._member.aclose()
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            self._monitor.discard(connection)
         self._drop_grants(None)
         self._attempted.clear()
         self._stable = False
@@ -527,31 +573,9 @@ class Partitioner(Resource):
         self._broadcast.close()
         self._changed()
 
-    async def _join(self, session: int) -> None:
-        """Make this member's node in ``session`` (or find it there already)."""
-        client = self._client
-        data = json.dumps({"id": self._id, "weight": self._weight}).encode()
-        while True:
-            try:
-                await client.create_with_stat(
-                    self._member_node, data, ephemeral=True, container_parents=True, acl=self._acl
-                )
-                return
-            except NodeExistsError:
-                found = await client.exists(self._member_node)
-                if found is None:
-                    continue
-                owner = found.ephemeral_owner
-                if owner == session and client.session_id == session:
-                    return
-                if owner not in self._sessions:
-                    raise MemberIdInUseError(self._member_node) from None
-                # Our own previous session: the client gave it up (it was out of reach
-                # for a session timeout), but the server has not expired it yet.
-                await wait_out_session(client, self._member_node, owner)
-
     async def _leave(self) -> None:
-        """Give back every claim of the current session, then delete our member node."""
+        """Give back every claim of the current session, then delete our member node
+        (a claim counts only while its owner is a member: never the other way round)."""
         client = self._client
         session = client.session_id
         candidates = sorted(set(self._grants) | self._attempted)
@@ -565,10 +589,8 @@ class Partitioner(Resource):
                 mine = [i for i, s in zip(candidates, stats, strict=True) if s == session]
                 await asyncio.gather(*(self._give_back(i, grants.get(i)) for i in mine))
             self._attempted.clear()
-            stat = await retry_on_connection_loss(client, lambda: client.exists(self._member_node))
-            if stat is not None and stat.ephemeral_owner == session:
-                with contextlib.suppress(NoNodeError):
-                    await retry_on_connection_loss(client, lambda: client.delete(self._member_node))
+        if self._member is not None:
+            await self._member.aclose()  # deletes our member node, if it is ours
 
     async def _claim_stats(self, items: list[str]) -> list[int]:
         """The owning session of each item's claim if it is this member's (0 if the
@@ -605,28 +627,38 @@ class Partitioner(Resource):
 
     # --- connection states ---------------------------------------------------------------
 
-    def _on_state(self, state: ConnectionState) -> None:
-        if state is ConnectionState.LOST:
-            self._interruptions += 1
-            if self._grants:
-                log.warning(
-                    "partitioner %r: the session expired; items %s are no longer ours",
-                    self._member_node,
-                    sorted(self._grants),
-                )
-            self._drop_grants("the session expired")
-            self._stable = False
-            self._publish()
-        elif self._client.error_policy.is_error_state(state):
-            self._interruptions += 1
-            self._suspended = True
-            self._publish()
-        if state.is_connected:
-            self._wake.set()  # the watches missed what happened meanwhile: read again
+    def _on_lost(self) -> None:
+        """The session is lost: every claim went with it."""
+        if self._grants:
+            log.warning(
+                "partitioner %r: the session expired; items %s are no longer ours",
+                self._member_node,
+                sorted(self._grants),
+            )
+        self._drop_grants("the session expired")
+        self._stable = False
+        self._publish()
 
-    def _connection_ok(self) -> bool:
-        state = self._client.state
-        return state is not None and not self._client.error_policy.is_error_state(state)
+    def _on_suspended(self) -> None:
+        """The connection entered a state the error policy calls an error: own nothing
+        until a read after it shows our claims still stand."""
+        self._suspended = True
+        self._publish()
+
+    def _on_reconnected(self) -> None:
+        self._wake.set()  # the watches missed what happened meanwhile: read again
+
+    def _connection_hold(self, session: int) -> _Connection:
+        """The hold that stands for our connection in ``session``: a new one once the
+        last was lost (lost at once if the connection is in an error state now)."""
+        connection = self._connection
+        if connection is None or connection.lost or connection.session_id != session:
+            old, connection = connection, _Connection(self._on_suspended)
+            self._connection = connection
+            self._monitor.add(connection, session)
+            if old is not None:
+                self._monitor.discard(old)  # after the add: the monitor keeps listening
+        return connection
 
     # --- the loop ---------------------------------------------------------------------------
 
@@ -686,7 +718,6 @@ class Partitioner(Resource):
                                 self._pump(watch), name=f"aiocoord-partitioner-watch {node}"
                             )
                         )
-                await retry_on_connection_loss(client, lambda: self._join(session))
                 await self._reconcile(session)
         finally:
             for pump in pumps:
@@ -712,15 +743,21 @@ class Partitioner(Resource):
             if self._round_expired or client.session_id != session:
                 raise SessionExpiredError("the session changed")
             self._wake.clear()
-            interruptions = self._interruptions
+            assert self._member is not None
+            self._member.check_failure()  # MemberIdInUseError: another session took our id
+            connection = self._connection_hold(session)
             try:
                 snapshot = await self._read()
                 if not self._is_member(snapshot, session):
-                    await self._join(session)
+                    # Our member node is being made (or made again): its keeper wakes
+                    # us; read again after a session timeout at the latest all the same.
+                    self._stable = False
+                    self._publish()
+                    await self._wait(client.session_timeout)
                     continue
                 self._check_grants(snapshot, session)
-                if interruptions == self._interruptions and self._connection_ok():
-                    self._suspended = False
+                if not connection.lost:
+                    self._suspended = False  # no error state since before the read
                 delay = self._settling(snapshot)
                 if delay > 0:
                     self._stable = False
@@ -761,12 +798,10 @@ class Partitioner(Resource):
         return self._changed_at + self._settle - now
 
     def _is_member(self, snapshot: _Snapshot, session: int) -> bool:
+        """Whether our member node, made in ``session``, is in the snapshot (another
+        session's node at our id is our kept node's concern: it waits or fails)."""
         found = snapshot.members.get(self._id)
-        if found is not None and found.session != session:
-            if found.session not in self._sessions:
-                raise MemberIdInUseError(self._member_node)
-            return False  # our previous session's node: _join waits for it to go
-        return found is not None
+        return found is not None and found.session == session
 
     @staticmethod
     def _owners(snapshot: _Snapshot) -> dict[str, str]:
