@@ -73,7 +73,6 @@ from ._recipes.counters import AtomicInt as AtomicInt
 from ._recipes.counters import AtomicLong as AtomicLong
 from ._recipes.counters import AtomicStats as AtomicStats
 from ._recipes.counters import AtomicValue as AtomicValue
-from ._recipes.counters import Bounds as Bounds
 from ._recipes.counters import CounterShard as CounterShard
 from ._recipes.counters import PromotedToLock as PromotedToLock
 from ._recipes.counters import ShardedCounter as ShardedCounter
@@ -165,7 +164,6 @@ __all__ = [
     "BarrierBrokenError",
     "BoundExceededError",
     "BoundedExponentialBackoff",
-    "Bounds",
     "CacheEvent",
     "CacheEventType",
     "CacheStats",

@@ -849,10 +849,10 @@ class ZooKeeperServer:
             raise RuntimeError(f"{self!r} is not serving: {info.get('', info)!r}")
         return mode
 
-    async def wait_for_mode(self, *modes: str, timeout: float = 30.0) -> str:
+    async def wait_in_mode(self, *modes: str, timeout: float = 30.0) -> str:
         """Wait until ``srvr`` reports one of *modes*; return it.
 
-        E.g. ``await member.wait_for_mode(READ_ONLY_MODE)`` once its quorum is gone
+        E.g. ``await member.wait_in_mode(READ_ONLY_MODE)`` once its quorum is gone
         (with ``-Dreadonlymode.enabled=true`` among its ``jvm_args``). OperationTimeoutError
         after *timeout* s; RuntimeError (with the end of the log) if the JVM exits.
         """

@@ -47,7 +47,7 @@ class _Discovery(Protocol):
     def client(self) -> Client: ...
 
     @property
-    def base_path(self) -> str: ...
+    def path(self) -> str: ...
 
     def path_of(self, name: str, instance_id: str | None = None) -> str: ...
 
@@ -107,7 +107,7 @@ class ServiceCache:
         *,
         max_buffer: int = DEFAULT_MAX_BUFFER,
     ) -> None:
-        self._name = check_node_name(name, "service name", discovery.base_path)
+        self._name = check_node_name(name, "service name", discovery.path)
         self._path = discovery.path_of(name)
         check_int(max_buffer, "max_buffer", path=self._path, minimum=1)
         self._discovery = discovery

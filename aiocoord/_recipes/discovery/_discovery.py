@@ -82,7 +82,7 @@ class _Registration:
 
 
 class ServiceDiscovery:
-    """Registers service instances under ``base_path`` and finds them (Curator's
+    """Registers service instances under ``path`` and finds them (Curator's
     ``ServiceDiscovery``, same layout and JSON: Java and Python services find
     each other).
 
@@ -107,32 +107,30 @@ class ServiceDiscovery:
     def __init__(
         self,
         client: Client,
-        base_path: str,
+        path: str,
         *,
         instance: ServiceInstance | None = None,
         acl: Sequence[ACL] | None = None,
     ) -> None:
-        check_client(client, base_path)
-        _paths.validate_path(base_path)
-        if base_path != "/":
-            _paths.check_unreserved(
-                base_path, (client.namespace or "") + base_path, "service discovery"
-            )
+        check_client(client, path)
+        _paths.validate_path(path)
+        if path != "/":
+            _paths.check_unreserved(path, (client.namespace or "") + path, "service discovery")
         self._client = client
-        self._base = base_path
-        self._acl = check_recipe_acl(acl, base_path)
+        self._base = path
+        self._acl = check_recipe_acl(acl, path)
         if instance is not None:
             self._checked(instance)
         self._first = instance
         self._registered: dict[tuple[str, str], _Registration] = {}
-        self._life = Lifecycle(f"service discovery {base_path!r}", self._open, self._shut)
+        self._life = Lifecycle(f"service discovery {path!r}", self._open, self._shut)
         self._reconnects = Reconnects(client, self._on_reconnected)
         self._recheck = asyncio.Event()
         self._keeper: asyncio.Task[Any] | None = None
         self._closables: weakref.WeakSet[Any] = weakref.WeakSet()
         """Caches and providers made by :meth:`cache` and :meth:`provider`, closed with us."""
         self._tags = _telemetry.recipe_tags(
-            client.telemetry, "service_discovery", base_path, client.namespace
+            client.telemetry, "service_discovery", path, client.namespace
         )
 
     def __repr__(self) -> str:
@@ -150,7 +148,7 @@ class ServiceDiscovery:
         return self._client
 
     @property
-    def base_path(self) -> str:
+    def path(self) -> str:
         """The node whose children are the services."""
         return self._base
 

@@ -47,7 +47,7 @@ class ServiceProvider:
     Made by :meth:`ServiceDiscovery.provider`: ``async with
     discovery.provider("api", strategy=ProviderStrategy.LEAST_OUTSTANDING) as
     provider:``, then ``async with provider.using() as instance:`` around each
-    request sent to ``instance``. :meth:`instance` only picks (no request is
+    request sent to ``instance``. :meth:`pick` only picks (no request is
     counted); :meth:`using` picks, counts the request as in flight until its
     block ends (what POWER_OF_TWO_CHOICES and LEAST_OUTSTANDING balance on),
     and waits for an instance if there is none.
@@ -123,7 +123,7 @@ class ServiceProvider:
         """The instances a pick may return now: enabled and not down, sorted by id."""
         return list(self._current())
 
-    def instance(self) -> ServiceInstance | None:
+    def pick(self) -> ServiceInstance | None:
         """An instance picked by the strategy, or None if none may be picked now (or
         the provider is not started). Counts no request: see :meth:`using`."""
         chosen = self._chooser.pick(
@@ -222,7 +222,7 @@ class ServiceProvider:
         deadline = Deadline(timeout)
         while True:
             self._life.check_open()
-            chosen = self.instance()
+            chosen = self.pick()
             if chosen is not None:
                 return chosen
             if deadline.passed:

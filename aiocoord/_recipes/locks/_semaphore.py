@@ -207,10 +207,10 @@ class Semaphore:
         """Wait for ``n`` leases; OperationTimeoutError if ``timeout`` passed first
         (nothing is kept then).
 
-        ``timeout=0`` looks once and never waits (:meth:`try_acquire` answers
-        None instead of raising). Leases are taken one at a time; if anything
-        fails part-way, the ones already taken are released before the error
-        propagates.
+        ``timeout=0`` looks once and never waits. (There is no ``try_acquire``:
+        a ``try_`` method answers a bool, and this answer is leases.) Leases are
+        taken one at a time; if anything fails part-way, the ones already taken
+        are released before the error propagates.
         """
         leases = await self._acquire(n, timeout)
         if leases is None:
@@ -243,10 +243,6 @@ class Semaphore:
             op.outcome("acquired")
             op.set("aiocoord.fencing_token", leases[-1]._czxid)
         return leases
-
-    async def try_acquire(self, n: int = 1) -> list[SemaphoreLease] | None:
-        """Take ``n`` leases if they are free now; None (and nothing kept) if not."""
-        return await self._acquire(n, 0)
 
     async def _acquire_one(self, deadline: Deadline) -> SemaphoreLease | None:
         while True:
