@@ -22,7 +22,7 @@ import anyio
 from typing_extensions import TypeVar
 
 from ... import _telemetry
-from ..._checks import check_flag
+from ..._checks import check_flag, check_timeout
 from ..._exceptions import (
     DetachedAcquireError,
     HoldLostError,
@@ -44,6 +44,7 @@ __all__ = [
     "native_cancel_pending",
     "not_owner",
     "task_owned_acquire",
+    "wait_lost_within",
 ]
 
 log = logging.getLogger("aiocoord")
@@ -133,6 +134,18 @@ class Hold:
         """Stop cancelling ``scope`` on loss (its block is over)."""
         if scope in self._scopes:
             self._scopes.remove(scope)
+
+
+async def wait_lost_within(hold: Hold, timeout: object, path: str = "") -> bool:
+    """Every holder's ``wait_lost(timeout=)``: wait until ``hold`` is lost, True;
+    False if ``timeout`` seconds passed first (None: no bound; 0: look once)."""
+    seconds = check_timeout(timeout, path=path or None)
+    if hold.lost:
+        return True
+    with anyio.move_on_after(seconds):
+        await hold.wait_lost()
+        return True
+    return False
 
 
 class LossMonitor:
