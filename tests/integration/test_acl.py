@@ -158,7 +158,7 @@ async def _counters(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
 
 async def _barriers(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
     await Barrier(client, "/deep/b/gate", acl=acl).set_barrier()
-    async with DoubleBarrier(client, "/deep/b/double", 1, acl=acl).enter():
+    async with DoubleBarrier(client, "/deep/b/double", 1, acl=acl).entered():
         yield
 
 

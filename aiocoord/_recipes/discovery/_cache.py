@@ -26,15 +26,26 @@ from ..._checks import check_int
 from ..._exceptions import ClientClosedError, CorruptValueError
 from ..._session import Broadcast, ChangeStream, Client, end_stream
 from .._kit._lifecycle import Lifecycle, Phase
-from ..caches import CacheEvent, CacheEventType, ChildrenCache, report_as
+from ..caches import CacheEvent, CacheEventType, KeptChildrenCache
 from ._instance import ServiceInstance, check_node_name
 
-__all__ = ["DEFAULT_MAX_BUFFER", "ServiceCache", "ServiceCacheEvent", "ServiceCacheEventType"]
+__all__ = [
+    "DEFAULT_MAX_BUFFER",
+    "PROVIDER_KIND",
+    "ProviderCache",
+    "ServiceCache",
+    "ServiceCacheEvent",
+    "ServiceCacheEventType",
+    "provider_tags",
+]
 
 log = logging.getLogger("aiocoord")
 
 DEFAULT_MAX_BUFFER = 10_000
 """Events a cache's ``events()`` iterator holds before it overflows."""
+
+PROVIDER_KIND = "service_provider"
+"""The telemetry label of a ServiceProvider and of the cache it keeps."""
 
 _INNER_BUFFER = 1_000_000
 """Bound on the children cache events our task has not read yet (it reads them at once)."""
@@ -100,6 +111,9 @@ class ServiceCache:
     against the server and repaired, then RESYNCED.
     """
 
+    _kind = "service_cache"
+    """This cache's telemetry label (a provider's reports as the provider)."""
+
     def __init__(
         self,
         discovery: _Discovery,
@@ -112,8 +126,13 @@ class ServiceCache:
         check_int(max_buffer, "max_buffer", path=self._path, minimum=1)
         self._discovery = discovery
         self._max_buffer = max_buffer
-        self._inner = ChildrenCache(discovery.client, self._path, max_buffer=_INNER_BUFFER)
-        self._report_as("service_cache")
+        client = discovery.client
+        self._tags = _telemetry.recipe_tags(
+            client.telemetry, self._kind, self._path, client.namespace
+        )
+        self._inner = KeptChildrenCache(
+            client, self._path, max_buffer=_INNER_BUFFER, tags=self._tags
+        )
         self._view: dict[str, ServiceInstance] = {}
         self._version = 0
         """Changes with every change of the view (each ADDED, UPDATED, REMOVED)."""
@@ -212,13 +231,6 @@ class ServiceCache:
     def remove_listener(self, callback: Callable[[ServiceCacheEvent], object]) -> None:
         """Stop calling ``callback``; one that is not registered is ignored."""
         self._events.remove_listener(callback)
-
-    def _report_as(self, kind: str) -> None:
-        """Label this cache's telemetry as recipe ``kind`` (a provider's cache reports
-        as the provider); its children cache reports as this cache."""
-        client = self._discovery.client
-        self._tags = _telemetry.recipe_tags(client.telemetry, kind, self._path, client.namespace)
-        report_as(self._inner, self._tags)
 
     def _mark(self, kind: ServiceCacheEventType) -> ServiceCacheEvent:
         return ServiceCacheEvent(kind, instances=tuple(self.instances()))
@@ -387,8 +399,14 @@ class ServiceCache:
         self._events.publish(ServiceCacheEvent(kind, instance))
 
 
-def relabel(cache: ServiceCache, kind: str) -> _telemetry.Tags:
-    """Label ``cache``'s telemetry as recipe ``kind`` (a provider's cache reports as
-    the provider); the tags it reports with from now on."""
-    cache._report_as(kind)
-    return cache._tags
+class ProviderCache(ServiceCache):
+    """A ServiceProvider's own cache (made by ``ServiceDiscovery.provider()``): it
+    reports as the provider, one recipe."""
+
+    _kind = PROVIDER_KIND
+
+
+def provider_tags(cache: ServiceCache) -> _telemetry.Tags:
+    """The telemetry labels of a ServiceProvider picking from ``cache``."""
+    client = cache._discovery.client
+    return _telemetry.recipe_tags(client.telemetry, PROVIDER_KIND, cache.path, client.namespace)

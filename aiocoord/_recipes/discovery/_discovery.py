@@ -52,7 +52,7 @@ from ..._session import (
 from ..._types import ACL
 from .._kit._lifecycle import Lifecycle
 from .._kit._waits import Reconnects
-from ._cache import DEFAULT_MAX_BUFFER, ServiceCache
+from ._cache import DEFAULT_MAX_BUFFER, ProviderCache, ServiceCache
 from ._instance import ServiceInstance, ServiceType, check_node_name
 from ._provider import DEFAULT_DOWN_TIMEOUT, DEFAULT_ERROR_THRESHOLD, ServiceProvider
 from ._strategies import ProviderStrategy
@@ -568,7 +568,7 @@ class ServiceDiscovery:
         ``down_timeout`` seconds of its first (Curator's DownInstancePolicy)."""
         self._life.check_open()
         provider = ServiceProvider(
-            ServiceCache(self, name),
+            ProviderCache(self, name),
             strategy=strategy,
             error_threshold=error_threshold,
             down_timeout=down_timeout,

@@ -24,7 +24,7 @@ from ..._checks import check_int, check_seconds, check_timeout
 from ..._exceptions import ArgumentTypeError, OperationTimeoutError
 from .._kit._lifecycle import Lifecycle, Phase
 from .._kit._waits import Deadline
-from ._cache import ServiceCache, ServiceCacheEvent, relabel
+from ._cache import ServiceCache, ServiceCacheEvent, provider_tags
 from ._instance import ServiceInstance
 from ._strategies import Chooser, DownInstances, Key, ProviderStrategy, candidates_of, key_of
 
@@ -90,7 +90,7 @@ class ServiceProvider:
         self._life = Lifecycle(
             f"service provider {path!r}", self._open, self._shut, restartable=False
         )
-        self._tags = relabel(cache, "service_provider")
+        self._tags = provider_tags(cache)
         # Picks are counted here and added to the counter in batches (see _REPORT_EVERY):
         # when candidates are rebuilt, a using() block ends, an error is noted, at close.
         self._picked = 0

@@ -53,6 +53,7 @@ from .._kit._holding import (
     current_task,
     not_owner,
     task_owned_acquire,
+    wait_lost_within,
 )
 from .._kit._participants import Participant
 from ._handoff import MAX_LOCAL_GRANTS, LocalQueue, LockOwner, fencing_token
@@ -478,9 +479,9 @@ class Mutex:
         hold = self._caller_hold_or_raise()
         return fencing_token(hold.contender.czxid, hold.grant)
 
-    async def wait_lost(self) -> None:
+    async def wait_lost(self, *, timeout: float | None = None) -> bool:
         """Wait until the calling task's hold is lost (at once if it already is; a
-        release is no loss).
+        release is no loss): True; False if ``timeout`` passed first.
 
         The hold is looked up when the wait starts, in the task that awaits it.
         A task that holds nothing through this object waits on the object's one
@@ -489,7 +490,7 @@ class Mutex:
         started while it holds). NotOwnerError if there is no hold to wait on,
         or several (readers) and the caller holds none of them.
         """
-        await self._hold_to_watch().wait_lost()
+        return await wait_lost_within(self._hold_to_watch(), timeout, self.path)
 
     @property
     def revoke_requested(self) -> bool:

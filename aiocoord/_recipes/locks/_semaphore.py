@@ -41,7 +41,14 @@ from ..._session import (
 from ..._types import ACL
 from .._kit._args import default_node_data, recipe_path
 from .._kit._contenders import sort_contenders
-from .._kit._holding import Hold, HoldContext, LockHolding, LossMonitor, current_task
+from .._kit._holding import (
+    Hold,
+    HoldContext,
+    LockHolding,
+    LossMonitor,
+    current_task,
+    wait_lost_within,
+)
 from .._kit._participants import Participant
 from .._kit._waits import Deadline
 from ._mutex import quiet_mutex
@@ -79,12 +86,12 @@ class SemaphoreLease(Hold):
         if self.lost:
             raise LockLostError(self._semaphore.path, self.reason)
 
-    async def wait_lost(self) -> None:
+    async def wait_lost(self, *, timeout: float | None = None) -> bool:
         """Wait until the lease is lost (at once if it already is; a release is no
-        loss). NotOwnerError once released."""
+        loss): True; False if ``timeout`` passed first. NotOwnerError once released."""
         if self.released:
             raise NotOwnerError(f"the lease {self.node!r} was released")
-        await super().wait_lost()
+        return await wait_lost_within(self, timeout, self._semaphore.path)
 
     def fence(self) -> Fence:
         """Proof of holding this lease, for a transaction to require (its node exists).
@@ -466,14 +473,15 @@ class SemaphoreMutex:
         ``commit()`` applies nothing and raises LockLostError."""
         return self._caller_lease_or_raise().transaction()
 
-    async def wait_lost(self) -> None:
-        """Wait until the held lease is lost (NotOwnerError if not held).
+    async def wait_lost(self, *, timeout: float | None = None) -> bool:
+        """Wait until the held lease is lost: True; False if ``timeout`` passed
+        first (NotOwnerError if not held).
 
         The lease is looked up when the wait starts, in the awaiting task: its
         own lease, or else the one this object holds, so a holder may hand the
         wait to a task of its own (as :meth:`Mutex.wait_lost`).
         """
-        await self._caller_lease_or_raise().wait_lost()
+        return await self._caller_lease_or_raise().wait_lost(timeout=timeout)
 
     def hold(self, *, cancel_on_loss: bool = True, timeout: float | None = None) -> HoldContext:
         """``async with lock.hold():`` run a block that is cancelled if the lock is lost
