@@ -105,6 +105,7 @@ from ._recipes.partitions import Partitioner as Partitioner
 from ._recipes.partitions import PartitionItems as PartitionItems
 from ._recipes.queues import DelayQueue as DelayQueue
 from ._recipes.queues import IdQueue as IdQueue
+from ._recipes.queues import ItemCodec as ItemCodec
 from ._recipes.queues import PriorityQueue as PriorityQueue
 from ._recipes.queues import Queue as Queue
 from ._recipes.queues import QueueTake as QueueTake
@@ -200,6 +201,7 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidConnectStringError",
     "InvalidPathError",
+    "ItemCodec",
     "LeaderElection",
     "LeaderElectionGroup",
     "LeaderLatch",

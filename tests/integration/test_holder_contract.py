@@ -1,7 +1,7 @@
 """One contract, every holder (docs/api.md, "Conventions"): the same tests run over
 Mutex, both read-write sides, SemaphoreMutex, a MultiLock (also one nested in
-another), a SemaphoreLease, Lease, LeaderLatch, a LeaderElection term and a queue take, as Curator's TestInterProcessMutexBase runs
-over its locks.
+another), a SemaphoreLease, Lease, LeaderLatch, a LeaderElection term and a queue
+take, as Curator's TestInterProcessMutexBase runs over its locks.
 
 Each holder kind says how to take a hold and how to lose it behind its holder's
 back; the tests then check what every holder promises: ``is_held`` and

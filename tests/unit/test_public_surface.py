@@ -208,7 +208,7 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
     ),
     (
         "DoubleBarrierEntry",
-        lambda client: aiocoord.DoubleBarrier(client, "/race", 5).enter(timeout=2.0),
+        lambda client: aiocoord.DoubleBarrier(client, "/race", 5).entered(timeout=2.0),
         ("'/race'", "timeout=2.0"),
     ),
     (
@@ -354,6 +354,7 @@ async def test_reprs_still_work_once_the_client_is_closed(client: aiocoord.Clien
 # Public classes not built above, and why their instances print well anyway.
 ABSTRACT = {
     "aiocoord.Lockable": "a Protocol: instances are the locks above",
+    "aiocoord.ItemCodec": "a Protocol: instances are Codec members or the caller's own",
     "aiocoord.RetryPolicy": "a base class: the policies are dataclasses",
     "aiocoord.ErrorPolicy": "a base class: the policies are dataclasses",
 }

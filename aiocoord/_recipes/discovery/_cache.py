@@ -19,12 +19,12 @@ import logging
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, Self
+from typing import Any, Self
 
 from ... import _paths, _telemetry
 from ..._checks import check_int
 from ..._exceptions import ClientClosedError, CorruptValueError
-from ..._session import Broadcast, ChangeStream, Client, end_stream
+from ..._session import Broadcast, ChangeStream, Client, check_client, end_stream
 from .._kit._lifecycle import Lifecycle, Phase
 from ..caches import CacheEvent, CacheEventType, KeptChildrenCache
 from ._instance import ServiceInstance, check_node_name
@@ -49,18 +49,6 @@ PROVIDER_KIND = "service_provider"
 
 _INNER_BUFFER = 1_000_000
 """Bound on the children cache events our task has not read yet (it reads them at once)."""
-
-
-class _Discovery(Protocol):
-    """What a cache needs of the :class:`~aiocoord.ServiceDiscovery` that made it."""
-
-    @property
-    def client(self) -> Client: ...
-
-    @property
-    def path(self) -> str: ...
-
-    def path_of(self, name: str, instance_id: str | None = None) -> str: ...
 
 
 class ServiceCacheEventType(enum.Enum):
@@ -98,7 +86,8 @@ class ServiceCacheEvent:
 class ServiceCache:
     """The instances of one service, kept current on one watch (Curator's ServiceCache).
 
-    Made by :meth:`ServiceDiscovery.cache`: ``async with discovery.cache("api")
+    Made by :meth:`ServiceDiscovery.cache` (or as ``ServiceCache(client, path,
+    name)``, ``path`` being the discovery's): ``async with discovery.cache("api")
     as cache:`` builds the view and keeps it until the block ends;
     :meth:`instances` and :meth:`instance` read it without a round trip, and
     ``async for event in cache.events():`` follows it (ADDED, UPDATED, REMOVED,
@@ -116,17 +105,19 @@ class ServiceCache:
 
     def __init__(
         self,
-        discovery: _Discovery,
+        client: Client,
+        path: str,
         name: str,
         *,
         max_buffer: int = DEFAULT_MAX_BUFFER,
     ) -> None:
-        self._name = check_node_name(name, "service name", discovery.path)
-        self._path = discovery.path_of(name)
+        check_client(client, path)
+        _paths.validate_path(path)
+        self._name = check_node_name(name, "service name", path)
+        self._path = _paths.join(path, name)
         check_int(max_buffer, "max_buffer", path=self._path, minimum=1)
-        self._discovery = discovery
+        self._client = client
         self._max_buffer = max_buffer
-        client = discovery.client
         self._tags = _telemetry.recipe_tags(
             client.telemetry, self._kind, self._path, client.namespace
         )
@@ -287,7 +278,7 @@ class ServiceCache:
     async def _open_and_build(self) -> None:
         inner = self._inner
         stream = inner.events()  # before the start: every node's CREATED, then INITIALIZED
-        self._task = self._discovery.client.start_background(
+        self._task = self._client.start_background(
             self._follow(stream), name=f"aiocoord-service-cache {self._path}"
         )
         try:
@@ -408,5 +399,5 @@ class ProviderCache(ServiceCache):
 
 def provider_tags(cache: ServiceCache) -> _telemetry.Tags:
     """The telemetry labels of a ServiceProvider picking from ``cache``."""
-    client = cache._discovery.client
+    client = cache._client
     return _telemetry.recipe_tags(client.telemetry, PROVIDER_KIND, cache.path, client.namespace)

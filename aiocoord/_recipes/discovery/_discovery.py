@@ -549,7 +549,7 @@ class ServiceDiscovery:
         bounds each of its ``events()`` iterators (default 10,000)."""
         self._life.check_open()
         limit = DEFAULT_MAX_BUFFER if max_buffer is None else max_buffer
-        cache = ServiceCache(self, name, max_buffer=limit)
+        cache = ServiceCache(self._client, self._base, name, max_buffer=limit)
         self._closables.add(cache)
         return cache
 
@@ -568,7 +568,7 @@ class ServiceDiscovery:
         ``down_timeout`` seconds of its first (Curator's DownInstancePolicy)."""
         self._life.check_open()
         provider = ServiceProvider(
-            ProviderCache(self, name),
+            ProviderCache(self._client, self._base, name),
             strategy=strategy,
             error_threshold=error_threshold,
             down_timeout=down_timeout,
