@@ -60,8 +60,8 @@ from ._handoff import MAX_LOCAL_GRANTS, LocalQueue, LockOwner, fencing_token
 
 __all__ = [
     "Mutex",
+    "QuietMutex",
     "ReadWriteLock",
-    "quiet_mutex",
 ]
 
 log = logging.getLogger("aiocoord")
@@ -675,13 +675,19 @@ class ReadWriteLock:
         return await self.write_lock.participants()
 
 
-def quiet_mutex(
-    client: Client, path: str, *, data: bytes | None = None, acl: Sequence[ACL] | None = None
-) -> Mutex:
+class QuietMutex(Mutex):
     """A Mutex that a recipe uses inside itself (a semaphore's queue, a counter's
     promoted lock): it reports no telemetry of its own, so nothing is emitted
     for a recipe the user did not make; the outer recipe's spans cover it."""
-    lock = Mutex(client, path, data=data, acl=acl)
-    lock._tags = None
-    lock._monitor.tags = None
-    return lock
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        data: bytes | None = None,
+        acl: Sequence[ACL] | None = None,
+    ) -> None:
+        super().__init__(client, path, data=data, acl=acl)
+        self._tags = None
+        self._monitor.tags = None

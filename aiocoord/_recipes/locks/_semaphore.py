@@ -51,7 +51,7 @@ from .._kit._holding import (
 )
 from .._kit._participants import Participant
 from .._kit._waits import Deadline
-from ._mutex import quiet_mutex
+from ._mutex import QuietMutex
 
 __all__ = ["Semaphore", "SemaphoreLease", "SemaphoreMutex"]
 
@@ -196,7 +196,7 @@ class Semaphore:
         error_policy = check_error_policy(error_policy, path)
         self._leases_path = f"{path}/{_LEASES}"
         # Orders the waiters; part of this recipe, so it reports nothing of its own.
-        self._mutex = quiet_mutex(client, f"{path}/{_LOCKS}", data=self._data, acl=self._acl)
+        self._mutex = QuietMutex(client, f"{path}/{_LOCKS}", data=self._data, acl=self._acl)
         self._tags = _telemetry.recipe_tags(client.telemetry, "semaphore", path, client.namespace)
         self._monitor = LossMonitor(
             client,
