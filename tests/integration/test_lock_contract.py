@@ -177,7 +177,8 @@ async def test_a_holder_whose_session_expires_learns_it_and_the_lock_passes_on(
 
 
 async def test_hold_cancels_the_body_when_the_lock_is_lost(coord: aiocoord.Client) -> None:
-    for lock in (Mutex(coord, "/lock"), SemaphoreMutex(coord, "/lock2")):
+    multi = MultiLock([Mutex(coord, "/lock3"), SemaphoreMutex(coord, "/lock4")])
+    for lock in (Mutex(coord, "/lock"), SemaphoreMutex(coord, "/lock2"), multi):
         reached_end = False
         with pytest.raises(LockLostError):
             async with lock.hold(cancel_on_loss=True):

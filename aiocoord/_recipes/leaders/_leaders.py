@@ -144,7 +144,8 @@ class Leading:
         """``has_leadership`` now, then each time it changes; changes are queued
         until read, none dropped. A latch's stream ends when the latch closes
         (raising what ended it otherwise: ClientClosedError, or the error of a
-        failed background task)."""
+        failed background task); an election, which is never started or closed,
+        streams until the stream is closed (``aclose()``, or ``async with``)."""
         return self._changes.subscribe(first=[self._leader])
 
     def add_listener(self, callback: Callable[[bool], object]) -> None:
