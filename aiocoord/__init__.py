@@ -83,7 +83,6 @@ from ._recipes.counters import AtomicInt as AtomicInt
 from ._recipes.counters import AtomicLong as AtomicLong
 from ._recipes.counters import AtomicStats as AtomicStats
 from ._recipes.counters import AtomicValue as AtomicValue
-from ._recipes.counters import Bounds as Bounds
 from ._recipes.counters import CounterShard as CounterShard
 from ._recipes.counters import PromotedToLock as PromotedToLock
 from ._recipes.counters import ShardedCounter as ShardedCounter
@@ -116,6 +115,7 @@ from ._recipes.partitions import Partitioner as Partitioner
 from ._recipes.partitions import PartitionItems as PartitionItems
 from ._recipes.queues import DelayQueue as DelayQueue
 from ._recipes.queues import IdQueue as IdQueue
+from ._recipes.queues import ItemCodec as ItemCodec
 from ._recipes.queues import PriorityQueue as PriorityQueue
 from ._recipes.queues import Queue as Queue
 from ._recipes.queues import QueueTake as QueueTake
@@ -135,6 +135,8 @@ from ._session._retry import RetryNTimes as RetryNTimes
 from ._session._retry import RetryPolicy as RetryPolicy
 from ._session._retry import RetryUntilElapsed as RetryUntilElapsed
 from ._session._sasl import SaslDigest as SaslDigest
+from ._session._sasl import SaslExchange as SaslExchange
+from ._session._sasl import SaslMechanism as SaslMechanism
 from ._session._state import ConnectionState as ConnectionState
 from ._session._state import ErrorPolicy as ErrorPolicy
 from ._session._state import SessionErrorPolicy as SessionErrorPolicy
@@ -178,7 +180,6 @@ __all__ = [
     "BarrierBrokenError",
     "BoundExceededError",
     "BoundedExponentialBackoff",
-    "Bounds",
     "CacheEvent",
     "CacheEventType",
     "CacheStats",
@@ -216,6 +217,7 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidConnectStringError",
     "InvalidPathError",
+    "ItemCodec",
     "LeaderElection",
     "LeaderElectionGroup",
     "LeaderLatch",
@@ -269,7 +271,9 @@ __all__ = [
     "RolledBackError",
     "RuntimeInconsistencyError",
     "SaslDigest",
+    "SaslExchange",
     "SaslKerberos",
+    "SaslMechanism",
     "SaslRequiredError",
     "Semaphore",
     "SemaphoreLease",

@@ -53,7 +53,7 @@ STATIC_GAPS = (
     "leaves no trace to check. Only the latch is also checked for learning of its loss "
     "before the next leader writes (latch.handover).",
     "AtomicLong and AtomicInt: only increments are checked (and bounded adds); their "
-    "compare_and_set, try_set, force_set and AtomicBytes.update are not driven.",
+    "compare_and_set, set, force_set and AtomicBytes.update are not driven.",
     "Queues: max_items, dead_letter, move_aside and put_many are not driven; get() and "
     "take() consumers use separate queues, as the recipe requires. The priority order of "
     "PriorityQueue and the FIFO order of the others are not checked.",

@@ -47,7 +47,7 @@ async def horse(client: aiocoord.Client, name: str, events: list[tuple[str, str]
     await asyncio.sleep(random.uniform(0, 0.5))  # trotting up to the gate
     events.append(("arrived", name))
     gate = aiocoord.DoubleBarrier(client, "/race", HORSES)
-    async with gate.enter(timeout=30):  # waits for all five
+    async with gate.entered(timeout=30):  # waits for all five
         events.append(("started", name))
         started_at = time.monotonic()
         await asyncio.sleep(random.uniform(0.05, 0.4))  # the race

@@ -103,7 +103,7 @@ async def _list(discovery: aiocoord.ServiceDiscovery, args: argparse.Namespace) 
         write_line(
             json.dumps(
                 {
-                    "base": discovery.base_path,
+                    "base": discovery.path,
                     "services": {
                         name: [json.loads(i.to_json()) for i in found]
                         for name, found in services.items()
@@ -130,7 +130,7 @@ async def _list(discovery: aiocoord.ServiceDiscovery, args: argparse.Namespace) 
     for line in _table(head, rows):
         write_line(line)
     if not rows:
-        where = args.service if args.service is not None else discovery.base_path
+        where = args.service if args.service is not None else discovery.path
         write_line(f"(no instances of {where})" if args.service else f"(no services under {where})")
     return ExitCode.OK
 

@@ -31,7 +31,7 @@ async def observe_command(args: argparse.Namespace, interrupts: Interrupts) -> i
     client = make_client(args)
     with bad_input():
         observer = aiocoord.LeaderObserver(client, args.path)
-    async with connected(client, args), observer.observe() as changes:
+    async with connected(client, args), observer.changes() as changes:
         async for leader in changes:
             write_line(leader_line(leader, as_json=args.json))
     return ExitCode.OK

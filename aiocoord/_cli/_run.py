@@ -136,7 +136,7 @@ async def node_gone(client: aiocoord.Client, node: str, session_id: int) -> str:
 
 
 async def until_lost(
-    client: aiocoord.Client, wait_lost: Coroutine[Any, Any, None], node: str, session_id: int
+    client: aiocoord.Client, wait_lost: Coroutine[Any, Any, object], node: str, session_id: int
 ) -> str:
     """Whichever comes first: the library's loss (``wait_lost``) or our node going."""
 

@@ -47,6 +47,13 @@ class Fence:
     """If not 0, the transaction goes out only in this session (else it raises
     ``lost_error``, unsent): for a node whose name others reuse once it is gone,
     such as a queue take's marker, where existence alone proves nothing."""
+    also: tuple[Fence, ...] = ()
+    """Further fences that must hold as well: a MultiLock's fence is its first
+    lock's, with the other locks' here; a guard checks them all."""
+
+    def parts(self) -> tuple[Fence, ...]:
+        """This fence and every fence in ``also``, flattened."""
+        return (self, *(part for fence in self.also for part in fence.parts()))
 
 
 class _Builder:
@@ -108,11 +115,13 @@ class Transaction(_Builder):
         transaction. A guard has no entry in :meth:`commit`'s results and
         does not count in an error's ``op_index``.
         """
-        for fence in fences:
-            if not isinstance(fence, Fence):
-                raise ArgumentTypeError("fence", "an aiocoord.Fence (from a lock's fence())", fence)
-            self._fences[len(self._ops)] = fence
-            self._ops.append(self._requests.check(fence.node, fence.version))
+        for given in fences:
+            if not isinstance(given, Fence):
+                raise ArgumentTypeError("fence", "an aiocoord.Fence (from a lock's fence())", given)
+        for given in fences:
+            for fence in given.parts():
+                self._fences[len(self._ops)] = fence
+                self._ops.append(self._requests.check(fence.node, fence.version))
         return self
 
     async def commit(self) -> list[str | Stat | None]:

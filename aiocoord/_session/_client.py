@@ -23,6 +23,7 @@ from .._exceptions import (
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
+    OperationTimeoutError,
 )
 from .._telemetry import DEFAULT as DEFAULT_TELEMETRY
 from .._telemetry import Telemetry
@@ -536,16 +537,23 @@ class Client:
         """
         return await self._watcher.add(path, recursive=recursive)
 
-    async def wait_for_change(self, path: str) -> WatchEvent:
-        """Wait for the next create, data change or delete of ``path``.
+    async def wait_changed(self, path: str, *, timeout: float | None = None) -> WatchEvent:
+        """Wait for the next create, data change or delete of ``path``;
+        OperationTimeoutError if ``timeout`` passed first.
 
         Changes made before the watch is set are not seen; to read a value and
         then wait for it to change without a gap, use :meth:`watch_data` or
         :meth:`data_changes`.
         """
+        timeout = check_timeout(timeout)
         _stat, watch = await self.watch_exists(path)
         try:
-            return await watch
+            async with asyncio.timeout(timeout) as scope:
+                return await watch
+        except TimeoutError:
+            if not scope.expired():
+                raise  # not ours: an error of the wait itself
+            raise OperationTimeoutError(f"{path!r} did not change in {timeout} s") from None
         finally:
             watch.cancel()
 

@@ -30,6 +30,7 @@ from .._exceptions import (
     InvalidArgumentError,
     MissingExtraError,
 )
+from ._sasl import SaslExchange
 
 if TYPE_CHECKING:
     import gssapi
@@ -171,7 +172,7 @@ class SaslKerberos:
             raise _argument_error("canonicalize", self.canonicalize)
         _gssapi()  # the extra must be there before anything is sent
 
-    def exchange(self, host: str) -> KerberosExchange:
+    def exchange(self, host: str) -> SaslExchange:
         """A new conversation for one connection to *host* (the server reached)."""
         return KerberosExchange(self, host)
 

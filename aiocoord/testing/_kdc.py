@@ -33,7 +33,7 @@ import anyio
 
 from .._exceptions import OperationTimeoutError
 from .._process import dying_with_parent
-from ._server import _LIVE_PROCS, _OWNED_DIRS, HOST, _cleanup_on_sigterm, _free_ports
+from ._local import HOST, LIVE_PROCS, OWNED_DIRS, cleanup_on_sigterm, free_ports
 
 __all__ = ["KerberosKDC", "KerberosNotFoundError"]
 
@@ -69,7 +69,7 @@ def _find_tool(name: str) -> str:
 def _free_udp_and_tcp_port() -> int:
     """A loopback port free for both TCP and UDP right now (the KDC listens on both)."""
     for _ in range(100):
-        port = _free_ports(1)[0]
+        port = free_ports(1)[0]
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
             try:
                 udp.bind((HOST, port))
@@ -148,8 +148,8 @@ class KerberosKDC:
             if self._closed:
                 raise RuntimeError(f"{self!r} is closed")
             self._dir = Path(tempfile.mkdtemp(prefix="aiocoord-kdc-"))
-            _OWNED_DIRS[str(self._dir)] = os.getpid()
-            _cleanup_on_sigterm()
+            OWNED_DIRS[str(self._dir)] = os.getpid()
+            cleanup_on_sigterm()
         return self._dir
 
     @property
@@ -346,7 +346,7 @@ class KerberosKDC:
                 env=env,
                 start_new_session=True,
             )
-        _LIVE_PROCS[self._proc.pid] = (self._proc, os.getpid())
+        LIVE_PROCS[self._proc.pid] = (self._proc, os.getpid())
 
     async def _wait_serving(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -392,12 +392,12 @@ class KerberosKDC:
             self._closed = True
             if self._dir is not None:
                 shutil.rmtree(self._dir, ignore_errors=True)
-                _OWNED_DIRS.pop(str(self._dir), None)
+                OWNED_DIRS.pop(str(self._dir), None)
 
     def _forget(self) -> None:
         proc = self._proc
         if proc is not None and proc.poll() is not None:
-            _LIVE_PROCS.pop(proc.pid, None)
+            LIVE_PROCS.pop(proc.pid, None)
 
     def log_tail(self, lines: int = _LOG_TAIL_LINES) -> str:
         """The last *lines* lines of :attr:`log_path`."""

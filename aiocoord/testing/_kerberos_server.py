@@ -10,39 +10,17 @@ its keys (exported without new keys, so each member's keytab stays valid).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._kdc import KerberosKDC
-from ._security import JaasEntry
+from ._security import JaasEntry, KerberosServerSetup
 
-__all__ = ["KerberosServerSetup", "kerberos_server_setup"]
+__all__ = ["kerberos_server_setup"]
 
 SERVICE = "zookeeper"
 SERVER_HOST = "localhost"
 SASL_PROVIDER = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
 _KRB5_LOGIN = "com.sun.security.auth.module.Krb5LoginModule"
-
-
-@dataclass(frozen=True)
-class KerberosServerSetup:
-    """The pieces of a Kerberos-secured server's launch, kept apart so they can be
-    merged with other mechanisms' (a DIGEST-MD5 ``Server`` section takes its own
-    login module entry beside this one).
-
-    ``jaas``: JAAS section name -> login module entries (``Server``, and for quorum
-    members ``QuorumServer`` and ``QuorumLearner``), written with the other
-    mechanisms' by :class:`~aiocoord.testing._security.SecurityOptions`.
-    ``config``: ``zoo.cfg`` lines. ``jvm_args``: flags, less the JAAS file's
-    ``-Djava.security.auth.login.config``, which names the file the caller writes.
-    """
-
-    principal: str
-    keytab: Path
-    jaas: Mapping[str, Sequence[JaasEntry]]
-    config: Mapping[str, str] = field(default_factory=dict)
-    jvm_args: Sequence[str] = ()
 
 
 def _login_entry(principal: str, keytab: Path) -> JaasEntry:

@@ -13,12 +13,15 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from ._kerberos_server import KerberosServerSetup
-
-__all__ = ["JaasEntry", "QuorumCredentials", "SecurityOptions", "check_sasl_users", "write_jaas"]
+__all__ = [
+    "JaasEntry",
+    "KerberosServerSetup",
+    "QuorumCredentials",
+    "SecurityOptions",
+    "check_sasl_users",
+    "write_jaas",
+]
 
 _DIGEST_LOGIN = "org.apache.zookeeper.server.auth.DigestLoginModule"
 _SASL_PROVIDER = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
@@ -40,6 +43,26 @@ class JaasEntry:
             text = str(value).lower() if isinstance(value, bool) else f'"{value}"'
             lines.append(f"    {key}={text}")
         return "\n".join(lines) + ";"
+
+
+@dataclass(frozen=True)
+class KerberosServerSetup:
+    """The pieces of a Kerberos-secured server's launch, kept apart so they can be
+    merged with other mechanisms' (a DIGEST-MD5 ``Server`` section takes its own
+    login module entry beside this one).
+
+    ``jaas``: JAAS section name -> login module entries (``Server``, and for quorum
+    members ``QuorumServer`` and ``QuorumLearner``), written with the other
+    mechanisms' by :class:`SecurityOptions`.
+    ``config``: ``zoo.cfg`` lines. ``jvm_args``: flags, less the JAAS file's
+    ``-Djava.security.auth.login.config``, which names the file the caller writes.
+    """
+
+    principal: str
+    keytab: Path
+    jaas: Mapping[str, Sequence[JaasEntry]]
+    config: Mapping[str, str] = field(default_factory=dict)
+    jvm_args: Sequence[str] = ()
 
 
 def write_jaas(path: Path, sections: Mapping[str, Sequence[JaasEntry]]) -> Path:

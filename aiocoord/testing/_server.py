@@ -9,25 +9,19 @@ die with the process that started them (``PR_SET_PDEATHSIG`` on Linux) and an
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import os
-import random
 import re
 import secrets
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from glob import glob
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
 
 import anyio
 
@@ -36,11 +30,17 @@ from .._process import dying_with_parent
 from .._session import SaslDigest
 from ._certs import ClientCertificate, client_ca_file, make_client_certificate
 from ._fourletter import four_letter_word
-from ._security import QuorumCredentials, SecurityOptions, check_sasl_users
-
-if TYPE_CHECKING:
-    from ._kdc import KerberosKDC
-    from ._kerberos_server import KerberosServerSetup
+from ._kdc import KerberosKDC
+from ._kerberos_server import kerberos_server_setup
+from ._local import (
+    HOST,
+    LIVE_PROCS,
+    OWNED_DIRS,
+    cleanup_on_sigterm,
+    free_ports,
+    wait_until_stopped,
+)
+from ._security import KerberosServerSetup, QuorumCredentials, SecurityOptions, check_sasl_users
 
 __all__ = [
     "ZooKeeperEnsemble",
@@ -51,7 +51,6 @@ __all__ = [
     "find_zookeeper_classpath",
 ]
 
-HOST = "127.0.0.1"
 DEBIAN_JAVA_DIR = Path("/usr/share/java")
 SERVING_MODES = frozenset({"standalone", "leader", "follower", "observer"})
 READ_ONLY_MODE = "read-only"
@@ -212,126 +211,6 @@ def find_keytool() -> str:
     return found
 
 
-# ------------------------------------------------------------------- process registry
-
-# pid -> (process, pid of the Python process that started it). Only these are signalled.
-_LIVE_PROCS: dict[int, tuple[subprocess.Popen[bytes], int]] = {}
-# temp dirs we created -> pid of the Python process that created them.
-_OWNED_DIRS: dict[str, int] = {}
-
-
-def _cleanup_at_exit() -> None:
-    """Kill the JVMs and remove the temp dirs this process still owns."""
-    me = os.getpid()
-    procs = [proc for proc, owner in list(_LIVE_PROCS.values()) if owner == me]
-    for proc in procs:
-        with contextlib.suppress(OSError):
-            proc.kill()  # Popen.kill polls first, so it never signals a reaped pid
-    for proc in procs:
-        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            proc.wait(timeout=5)
-    _LIVE_PROCS.clear()
-    for path, owner in list(_OWNED_DIRS.items()):
-        if owner == me:
-            shutil.rmtree(path, ignore_errors=True)
-    _OWNED_DIRS.clear()
-
-
-atexit.register(_cleanup_at_exit)
-
-
-def _on_sigterm(signum: int, frame: object) -> None:
-    """Clean up, then die of SIGTERM as the process would have without us."""
-    _cleanup_at_exit()
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
-
-
-def _cleanup_on_sigterm() -> None:
-    """SIGTERM's default action skips ``atexit``: a process stopped with it (by a
-    service manager, a CI timeout) would leave its temp dirs behind. Take the
-    signal only where nobody else did (still the default, in the main thread)."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _on_sigterm)
-
-
-# ------------------------------------------------------------------------------ ports
-
-
-def _ephemeral_range() -> tuple[int, int]:
-    try:
-        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
-        return int(low), int(high)
-    except (OSError, ValueError):
-        return 32768, 60999
-
-
-@contextlib.contextmanager
-def _bound(port: int) -> Iterator[socket.socket]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.bind((HOST, port))
-        yield sock
-    finally:
-        sock.close()
-
-
-def _wait_until_stopped(pid: int, timeout: float = 2.0) -> None:
-    """Return once every thread of ``pid`` has stopped (Linux's /proc; elsewhere at once).
-
-    SIGSTOP is delivered to each thread on its own; a JVM thread busy in a
-    system call (a disk sync, say) may serve a little longer, and a test that
-    pauses a server must not see it answer afterwards.
-    """
-    tasks = f"/proc/{pid}/task"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            states = []
-            for tid in os.listdir(tasks):
-                with open(f"{tasks}/{tid}/stat") as stat:
-                    # The state follows the command name, which is in parentheses.
-                    states.append(stat.read().rsplit(")", 1)[1].split()[0])
-        except OSError:
-            return  # no /proc, or the process is gone
-        if all(state in "TtZX" for state in states):
-            return
-        time.sleep(0.001)
-
-
-def _free_ports(count: int) -> list[int]:
-    """Pick *count* distinct free loopback ports.
-
-    Ports come from below the kernel's ephemeral range when possible: a client that
-    reconnects in a loop to a stopped server on an ephemeral port can, rarely, connect
-    to itself (TCP simultaneous open) and then hold the port the server restarts on.
-    Falls back to binding port 0.
-    """
-    low, _high = _ephemeral_range()
-    candidates_floor = 10000
-    ports: list[int] = []
-    with contextlib.ExitStack() as stack:
-        attempts = 0
-        while len(ports) < count:
-            attempts += 1
-            if low - candidates_floor > 1000 and attempts < 200:
-                port = random.randrange(candidates_floor, low)
-            else:
-                port = 0
-            if port in ports:
-                continue
-            try:
-                sock = stack.enter_context(_bound(port))
-            except OSError:
-                if port == 0:
-                    raise
-                continue
-            ports.append(sock.getsockname()[1])
-    return ports
-
-
 # ----------------------------------------------------------------------------- server
 
 
@@ -347,7 +226,7 @@ class _Quorum:
     def allocate(self) -> None:
         if self.allocated:
             return
-        ports = iter(_free_ports(sum(4 if m.tls else 3 for m in self.members)))
+        ports = iter(free_ports(sum(4 if m.tls else 3 for m in self.members)))
         for member in self.members:
             member._port = next(ports)
             member._peer_port = next(ports)
@@ -487,7 +366,7 @@ class ZooKeeperServer:
             return
         # One batch of distinct ports; a port the caller chose may be among them.
         taken = {p for p in (self._port, self._secure_port) if p is not None}
-        fresh = iter(p for p in _free_ports(2 + len(taken)) if p not in taken)
+        fresh = iter(p for p in free_ports(2 + len(taken)) if p not in taken)
         if self._port is None:
             self._port = next(fresh)
         if self.tls and self._secure_port is None:
@@ -572,8 +451,8 @@ class ZooKeeperServer:
             if self._closed:
                 raise RuntimeError(f"{self!r} is closed")
             self._data_dir = Path(tempfile.mkdtemp(prefix="aiocoord-zk-"))
-            _OWNED_DIRS[str(self._data_dir)] = os.getpid()
-            _cleanup_on_sigterm()
+            OWNED_DIRS[str(self._data_dir)] = os.getpid()
+            cleanup_on_sigterm()
         return self._data_dir
 
     @property
@@ -629,9 +508,6 @@ class ZooKeeperServer:
             if self.tls:
                 await self._make_certificate()
             if self.kerberos is not None and self._kerberos_setup is None:
-                # _kdc imports this module's port and process helpers: import late.
-                from ._kerberos_server import kerberos_server_setup
-
                 self._kerberos_setup = await kerberos_server_setup(
                     self.kerberos,
                     self.data_dir,
@@ -762,7 +638,7 @@ class ZooKeeperServer:
                 start_new_session=True,
             )
         self._paused = False
-        _LIVE_PROCS[self._proc.pid] = (self._proc, os.getpid())
+        LIVE_PROCS[self._proc.pid] = (self._proc, os.getpid())
 
     async def _wait_serving(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -868,7 +744,7 @@ class ZooKeeperServer:
         """Freeze the JVM (SIGSTOP): connections stay open but nothing is answered."""
         proc = self._require_running()
         proc.send_signal(signal.SIGSTOP)
-        _wait_until_stopped(proc.pid)
+        wait_until_stopped(proc.pid)
         self._paused = True
 
     def resume(self) -> None:
@@ -884,7 +760,7 @@ class ZooKeeperServer:
             self._closed = True
             if self._data_dir is not None:
                 shutil.rmtree(self._data_dir, ignore_errors=True)
-                _OWNED_DIRS.pop(str(self._data_dir), None)
+                OWNED_DIRS.pop(str(self._data_dir), None)
 
     def _require_running(self) -> subprocess.Popen[bytes]:
         proc = self._proc
@@ -907,7 +783,7 @@ class ZooKeeperServer:
         """Drop a process that has exited (and been reaped) from the registry."""
         proc = self._proc
         if proc is not None and proc.poll() is not None:
-            _LIVE_PROCS.pop(proc.pid, None)
+            LIVE_PROCS.pop(proc.pid, None)
             self._paused = False
 
     # -- introspection
@@ -955,10 +831,10 @@ class ZooKeeperServer:
             raise RuntimeError(f"{self!r} is not serving: {info.get('', info)!r}")
         return mode
 
-    async def wait_for_mode(self, *modes: str, timeout: float = 30.0) -> str:
+    async def wait_in_mode(self, *modes: str, timeout: float = 30.0) -> str:
         """Wait until ``srvr`` reports one of *modes*; return it.
 
-        E.g. ``await member.wait_for_mode(READ_ONLY_MODE)`` once its quorum is gone
+        E.g. ``await member.wait_in_mode(READ_ONLY_MODE)`` once its quorum is gone
         (with ``-Dreadonlymode.enabled=true`` among its ``jvm_args``). OperationTimeoutError
         after *timeout* s; RuntimeError (with the end of the log) if the JVM exits.
         """

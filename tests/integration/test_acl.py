@@ -164,7 +164,7 @@ async def _counters(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
 
 async def _barriers(client: aiocoord.Client, acl: Any) -> AsyncIterator[None]:
     await Barrier(client, "/deep/b/gate", acl=acl).set_barrier()
-    async with DoubleBarrier(client, "/deep/b/double", 1, acl=acl).enter():
+    async with DoubleBarrier(client, "/deep/b/double", 1, acl=acl).entered():
         yield
 
 
@@ -316,7 +316,7 @@ async def test_strangers_cannot_read_or_change_a_counter(
             await refused(theirs.increment())
             await refused(theirs.get())
             await refused(theirs.force_set(0))
-            await refused(theirs.try_set(0))
+            await refused(theirs.set(0))
             await refused(theirs.initialize(0))
             await refused(SharedCount(stranger, "/secure/shared", 0).start())
             await cannot_touch(stranger, "/secure/counter", "/secure/shared")

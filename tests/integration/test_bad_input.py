@@ -261,7 +261,7 @@ CORRUPT: list[tuple[str, Setup, Callable[[aiocoord.Client], Awaitable[object]], 
     (
         "counter of 3 bytes: try_set",
         _node("/c", b"\x01\x02\x03"),
-        lambda c: AtomicLong(c, "/c").try_set(1),
+        lambda c: AtomicLong(c, "/c").set(1),
         "/c",
     ),
     (

@@ -199,7 +199,7 @@ async def test_async_with_runs_the_block_together_and_leaves_together(started) -
     events: list[str] = []
 
     async def participant(client: aiocoord.Client) -> None:
-        async with DoubleBarrier(client, "/ctx", 3).enter() as barrier:
+        async with DoubleBarrier(client, "/ctx", 3).entered() as barrier:
             assert barrier.is_entered
             events.append("in")
             await asyncio.sleep(0)
@@ -268,7 +268,7 @@ async def test_async_with_raises_operation_timeout_when_too_few_come(
     coord: aiocoord.Client, children_of
 ) -> None:
     with pytest.raises(OperationTimeoutError):
-        async with DoubleBarrier(coord, "/few", 2).enter(timeout=0.2):
+        async with DoubleBarrier(coord, "/few", 2).entered(timeout=0.2):
             pytest.fail("entered with one participant of two")
     assert await children_of(coord, "/few") == []
 
@@ -279,7 +279,7 @@ async def test_a_block_that_raises_leaves_at_once_and_holds_nobody_up(started, c
     other_in = asyncio.create_task(other.enter())
     mine = DoubleBarrier(a, "/raise", 2)
     with pytest.raises(ZeroDivisionError):
-        async with mine.enter():
+        async with mine.entered():
             assert await other_in
             1 / 0  # noqa: B018
     assert mine.node is None and not mine.is_entered
@@ -294,7 +294,7 @@ async def test_a_cancelled_block_does_not_hang_on_leave(started, children_of) ->
     inside = asyncio.Event()
 
     async def body() -> None:
-        async with DoubleBarrier(a, "/cancel-body", 2).enter():
+        async with DoubleBarrier(a, "/cancel-body", 2).entered():
             inside.set()
             await asyncio.Event().wait()
 

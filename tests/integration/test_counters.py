@@ -69,7 +69,7 @@ async def test_every_operation_returns_what_it_did(coord: aiocoord.Client) -> No
     r = await counter.compare_and_set(6, 200)
     assert not r.succeeded and r.reason is AtomicFailure.MISMATCH
     assert (r.pre_value, r.post_value) == (100, 100)
-    r = await counter.try_set(-5)
+    r = await counter.set(-5)
     assert (r.succeeded, r.pre_value, r.post_value) == (True, 100, -5)
     await counter.force_set(42)
     assert (await counter.get()).post_value == 42
@@ -335,7 +335,7 @@ def test_operations_match_a_model(zookeeper, ops: list[tuple], concurrent: bool)
                     assert r.succeeded == (expected == model)
                     model = new if r.succeeded else model
                 else:
-                    r = await counter.try_set(op[1])
+                    r = await counter.set(op[1])
                     assert r.succeeded
                     model = op[1]
                 assert r.post_value == model
@@ -403,7 +403,7 @@ async def test_totals_hold_through_restarts_and_expiry(
     assert succeeded <= final <= succeeded + unknown, (succeeded, unknown, final)
 
 
-@pytest.mark.parametrize("operation", ["compare_and_set", "try_set", "increment"])
+@pytest.mark.parametrize("operation", ["compare_and_set", "set", "increment"])
 async def test_a_write_whose_reply_is_lost_is_an_unknown_outcome_never_a_retry(
     coord: aiocoord.Client, operation: str
 ) -> None:
@@ -421,7 +421,7 @@ async def test_a_write_whose_reply_is_lost_is_an_unknown_outcome_never_a_retry(
 
     calls = {
         "compare_and_set": lambda: counter.compare_and_set(5, 9),
-        "try_set": lambda: counter.try_set(9),
+        "set": lambda: counter.set(9),
         "increment": counter.increment,
     }
     coord.set = lossy_set  # type: ignore[method-assign]

@@ -300,7 +300,7 @@ async def test_our_provider_picks_curators_enabled_instances(
             (three,) = [i for i in provider.instances() if i.id == "i-3"]
             provider.note_error(three)
             provider.note_error(three)
-            assert {provider.instance().id for _ in range(10)} == {"i-1"}  # type: ignore[union-attr]
+            assert {provider.pick().id for _ in range(10)} == {"i-1"}  # type: ignore[union-attr]
         assert await java.finish() == ["DONE"]
 
 

@@ -58,7 +58,7 @@ async def until(moment: float) -> None:
 def picked(provider: ServiceProvider, strategy: ProviderStrategy, expected: set[str]) -> None:
     ids = [i.id for i in provider.instances()]
     assert ids == sorted(expected)
-    picks = {provider.instance().id for _ in range(60)}  # type: ignore[union-attr]
+    picks = {provider.pick().id for _ in range(60)}  # type: ignore[union-attr]
     if strategy in EVERY_ONE_SEEN:
         assert picks == expected
     else:
@@ -87,7 +87,7 @@ async def test_the_next_pick_sees_each_cache_event(
             picked(provider, strategy, {"b", "c"})
             await seen(provider, writer.unregister(api("b")), ServiceCacheEventType.REMOVED)
             await seen(provider, writer.unregister(api("c")), ServiceCacheEventType.REMOVED)
-            assert provider.instance() is None and provider.instances() == []
+            assert provider.pick() is None and provider.instances() == []
 
 
 async def test_sticky_moves_when_its_instance_is_disabled(started: Started) -> None:
@@ -96,13 +96,13 @@ async def test_sticky_moves_when_its_instance_is_disabled(started: Started) -> N
         for x in "abc":
             await writer.register(api(x))
         async with reader.provider("api", strategy=ProviderStrategy.STICKY) as provider:
-            first = provider.instance()
-            assert first is not None and {provider.instance() for _ in range(10)} == {first}
+            first = provider.pick()
+            assert first is not None and {provider.pick() for _ in range(10)} == {first}
             gone = api(first.id, enabled=False)
             await seen(provider, writer.update(gone), ServiceCacheEventType.UPDATED)
-            second = provider.instance()
+            second = provider.pick()
             assert second is not None and second.id != first.id
-            assert {provider.instance() for _ in range(10)} == {second}
+            assert {provider.pick() for _ in range(10)} == {second}
 
 
 @pytest.mark.parametrize("strategy", list(ProviderStrategy))
@@ -165,7 +165,7 @@ async def test_least_outstanding_follows_requests_in_flight_and_new_instances(
             tasks = [asyncio.create_task(request()) for _ in range(6)]
             await holding_at_least(6)
             assert sorted(holding) == ["a", "a", "b", "b", "c", "c"]
-            assert provider.instance() is not None
+            assert provider.pick() is not None
             await seen(provider, writer.register(api("d")), ServiceCacheEventType.ADDED)
             # The new instance has none in flight: the next two requests go to it,
             # then each of the four takes one more in turn.
@@ -178,7 +178,7 @@ async def test_least_outstanding_follows_requests_in_flight_and_new_instances(
             release.set()
             await asyncio.gather(*tasks)
             assert all(provider.outstanding(api(x)) == 0 for x in "abcd")
-            assert sorted(provider.instance().id for _ in range(4)) == list("abcd")  # type: ignore[union-attr]
+            assert sorted(provider.pick().id for _ in range(4)) == list("abcd")  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("strategy", list(ProviderStrategy))

@@ -40,7 +40,7 @@ async def test_round_robin_over_the_enabled_instances(started: Started) -> None:
             await writer.register(api(x))
         async with reader.provider("api") as provider:
             assert provider.strategy is ProviderStrategy.ROUND_ROBIN
-            assert [provider.instance().id for _ in range(6)] == list("abcabc")  # type: ignore[union-attr]
+            assert [provider.pick().id for _ in range(6)] == list("abcabc")  # type: ignore[union-attr]
             changes = provider.cache.events()
             await writer.update(api("b", enabled=False))  # draining
             async with changes:
@@ -48,7 +48,7 @@ async def test_round_robin_over_the_enabled_instances(started: Started) -> None:
                     if event.type is ServiceCacheEventType.UPDATED:
                         break
             assert [i.id for i in provider.instances()] == ["a", "c"]
-            assert {provider.instance().id for _ in range(10)} == {"a", "c"}  # type: ignore[union-attr]
+            assert {provider.pick().id for _ in range(10)} == {"a", "c"}  # type: ignore[union-attr]
             assert [i.id for i in provider.cache.instances()] == ["a", "b", "c"]
 
 
@@ -107,12 +107,12 @@ async def test_noted_errors_take_an_instance_out_until_its_window_ends(started: 
     async with ServiceDiscovery(a, BASE) as writer, ServiceDiscovery(b, BASE) as reader:
         await writer.register(api("only"))
         async with reader.provider("api", error_threshold=2, down_timeout=0.5) as provider:
-            only = provider.instance()
+            only = provider.pick()
             assert only is not None
             provider.note_error(only)
-            assert provider.instance() == only and provider.errors(only) == 1
+            assert provider.pick() == only and provider.errors(only) == 1
             provider.note_error(only)
-            assert provider.instance() is None and provider.instances() == []
+            assert provider.pick() is None and provider.instances() == []
             with pytest.raises(OperationTimeoutError, match="/services/api"):
                 async with provider.using(timeout=0):
                     pass
@@ -209,6 +209,6 @@ def test_provider_arguments_are_checked(idle_client: aiocoord.Client) -> None:
         discovery.provider("api", down_timeout=-1)
     provider = discovery.provider("api", strategy=ProviderStrategy.STICKY)
     assert repr(provider) == "<ServiceProvider '/services/api' new strategy=sticky in_flight=0>"
-    assert provider.instance() is None
+    assert provider.pick() is None
     with pytest.raises(ArgumentTypeError):
         provider.note_error("api")  # type: ignore[arg-type]

@@ -1,7 +1,7 @@
 """One contract, every holder (docs/api.md, "Conventions"): the same tests run over
-Mutex, both read-write sides, SemaphoreMutex, a SemaphoreLease, Lease, LeaderLatch,
-a LeaderElection term and a queue take, as Curator's TestInterProcessMutexBase runs
-over its locks.
+Mutex, both read-write sides, SemaphoreMutex, a MultiLock (also one nested in
+another), a SemaphoreLease, Lease, LeaderLatch, a LeaderElection term and a queue
+take, as Curator's TestInterProcessMutexBase runs over its locks.
 
 Each holder kind says how to take a hold and how to lose it behind its holder's
 back; the tests then check what every holder promises: ``is_held`` and
@@ -128,6 +128,14 @@ KINDS: dict[str, Callable[[], Kind]] = {
     "read_lock": lambda: MutexKind(lambda c: aiocoord.ReadWriteLock(c, "/held").read_lock),
     "write_lock": lambda: MutexKind(lambda c: aiocoord.ReadWriteLock(c, "/held").write_lock),
     "semaphore_mutex": lambda: MutexKind(lambda c: aiocoord.SemaphoreMutex(c, "/held")),
+    "multi_lock": lambda: MutexKind(
+        lambda c: aiocoord.MultiLock([aiocoord.Mutex(c, "/held"), aiocoord.Mutex(c, "/held-2")])
+    ),
+    "nested_multi_lock": lambda: MutexKind(
+        lambda c: aiocoord.MultiLock(
+            [aiocoord.MultiLock([aiocoord.Mutex(c, "/held")]), aiocoord.SemaphoreMutex(c, "/s")]
+        )
+    ),
     "semaphore_lease": SemaphoreLeaseKind,
     "lease": LeaseKind,
     "leader_latch": LatchKind,
@@ -214,8 +222,12 @@ async def test_the_fencing_token_grows_with_every_grant(started: Started, kind: 
         async with contextlib.AsyncExitStack() as stack:
             holder = await kind.take(stack, client)
             tokens.append(holder.fencing_token)
-            assert isinstance(tokens[-1], int)
+            # A MultiLock's is its locks' tokens, in order: each grows.
+            assert isinstance(tokens[-1], int | tuple)
     assert tokens == sorted(tokens) and len(set(tokens)) == 3, tokens
+    if isinstance(tokens[0], tuple):
+        for resource in zip(*tokens, strict=True):
+            assert list(resource) == sorted(resource) and len(set(resource)) == 3, tokens
 
 
 async def test_a_holder_that_holds_nothing_has_no_contract(started: Started, kind: Kind) -> None:

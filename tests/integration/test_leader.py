@@ -829,3 +829,23 @@ async def test_a_latch_tells_its_listeners_and_streams_the_same_changes(started)
         assert await second.wait_leader(timeout=0)
         second.remove_listener(heard.append)
     assert heard == [True]  # the close's False came after the listener was removed
+
+
+async def test_an_election_tells_its_listeners_and_streams_whether_it_leads(started) -> None:
+    """As a latch's: ``changes()`` and ``add_listener`` follow this participant's
+    own leadership (a term starting and ending), not who leads."""
+    (a,) = await started(1)
+    election = LeaderElection(a, "/listened", participant_id="a")
+    heard: list[bool] = []
+    election.add_listener(heard.append)
+    async with election.changes() as changes:
+        assert await anext(changes) is False  # now
+        async with election.hold():
+            assert election.has_leadership
+            assert await anext(changes) is True
+            assert not await election.wait_lost(timeout=0)  # looks once: not lost
+        assert await anext(changes) is False
+    election.remove_listener(heard.append)
+    assert heard == [True, False]
+    with pytest.raises(aiocoord.NotOwnerError):
+        await election.wait_lost(timeout=0)

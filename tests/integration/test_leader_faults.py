@@ -107,7 +107,7 @@ class Watch:
         self.check_terms()
 
     async def _read(self) -> None:
-        async with self.observer.observe() as changes:
+        async with self.observer.changes() as changes:
             async for leader in changes:
                 self.seen.append(leader)
                 self._changed.set()

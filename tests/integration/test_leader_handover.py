@@ -92,7 +92,7 @@ async def test_an_observer_follows_leaders_proclaims_and_no_leader_without_a_nod
 ) -> None:
     a, b, watcher = await started(3)
     observer = LeaderObserver(watcher, "/latch")
-    async with observer.observe() as changes:
+    async with observer.changes() as changes:
         assert await changes.__anext__() is None  # nobody takes part yet
         first = LeaderLatch(a, "/latch", participant_id="a")
         second = LeaderLatch(b, "/latch", participant_id="b")
@@ -142,7 +142,7 @@ async def test_observe_listeners_and_an_election_proclaim(started) -> None:
     observer.remove_listener(listener)
     with pytest.raises(NotOwnerError):
         await election.proclaim(b"v2")
-    async with election.observe() as changes:
+    async with election.leader_changes() as changes:
         assert await changes.__anext__() is None
 
 
@@ -233,7 +233,7 @@ async def test_an_election_hands_over_past_the_next_in_line(started, children_re
         with pytest.raises(InvalidArgumentError):
             await terms[0].election.hand_over(to="nobody")
         observer = LeaderObserver(watcher, "/election")
-        async with observer.observe() as changes:
+        async with observer.changes() as changes:
             await leader_reaches(changes, "a")
             await terms[0].election.hand_over(to="c", timeout=EVENT_TIMEOUT)
             seen = await leader_reaches(changes, "c")
@@ -370,7 +370,7 @@ async def test_a_priority_latch_takes_over_and_the_old_leader_stays_queued(start
 
 async def test_observe_follows_through_session_expiry(started) -> None:
     a, b, watcher = await started(3)
-    async with LeaderObserver(watcher, "/latch").observe() as changes:
+    async with LeaderObserver(watcher, "/latch").changes() as changes:
         assert await changes.__anext__() is None
         async with LeaderLatch(a, "/latch", participant_id="a") as first:
             await leader_reaches(changes, "a")
@@ -395,7 +395,7 @@ async def test_observe_proclaim_and_hand_over_through_a_server_restart(
         async with (
             LeaderLatch(a, "/latch", participant_id="a") as first,
             LeaderLatch(b, "/latch", participant_id="b") as second,
-            LeaderObserver(watcher, "/latch").observe() as changes,
+            LeaderObserver(watcher, "/latch").changes() as changes,
         ):
             assert await first.wait_leader(timeout=EVENT_TIMEOUT)
             await leader_reaches(changes, "a")

@@ -99,7 +99,7 @@ async def test_a_mixed_selector_election_with_hand_over_and_priority(
     peers: list[Py] = []
     java: Java | None = None
     try:
-        async with LeaderObserver(watcher, "/leader").observe() as changes:
+        async with LeaderObserver(watcher, "/leader").changes() as changes:
             peers.append(Py(clients[0], "a"))
             await leader_is(changes, "a")
             proc = await start_curator(
@@ -161,7 +161,7 @@ async def test_a_curator_latch_is_observed_and_a_priority_latch_waits_for_it(
     java = Java(proc)
     try:
         assert await java.expect("LEADER ") == "LEADER j0"
-        async with LeaderObserver(watcher, "/leader").observe() as changes:
+        async with LeaderObserver(watcher, "/leader").changes() as changes:
             leader = await leader_is(changes, "j0")
             assert leader.data == b"j0"
             async with LeaderLatch(a, "/leader", participant_id="p", priority=9) as latch:

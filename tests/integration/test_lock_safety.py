@@ -322,10 +322,11 @@ async def test_semaphore_zero_timeout(started) -> None:
     sem = Semaphore(a, "/sem", 2)
     leases = await sem.acquire(2, timeout=0)
     assert leases is not None and len(leases) == 2
-    assert await Semaphore(b, "/sem", 2).try_acquire() is None
+    with pytest.raises(aiocoord.OperationTimeoutError):
+        await Semaphore(b, "/sem", 2).acquire(timeout=0)
+    assert len(await sem.participants()) == 2  # the look kept nothing
     await leases[0].release()
-    more = await Semaphore(b, "/sem", 2).try_acquire()
-    assert more is not None
+    more = await Semaphore(b, "/sem", 2).acquire(timeout=0)
     await more[0].release()
     await leases[1].release()
     assert await sem.participants() == []

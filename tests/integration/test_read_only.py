@@ -39,7 +39,7 @@ async def lose_quorum(ensemble: ZooKeeperEnsemble) -> ZooKeeperServer:
         for member in ensemble.members:
             if member is not survivor:
                 tg.create_task(member.stop())
-    await survivor.wait_for_mode(READ_ONLY_MODE, timeout=20)
+    await survivor.wait_in_mode(READ_ONLY_MODE, timeout=20)
     return survivor
 
 

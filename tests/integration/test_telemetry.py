@@ -202,7 +202,7 @@ async def test_queue_counter_barrier_and_cache_spans(
         counter = aiocoord.AtomicLong(client, "/c")
         await asyncio.gather(*(counter.increment() for _ in range(5)))
         barrier = aiocoord.DoubleBarrier(client, "/b", 1)
-        async with barrier.enter():
+        async with barrier.entered():
             pass
         await client.create("/cached/x", make_parents=True)
         async with aiocoord.TreeCache(client, "/cached") as cache:

@@ -339,7 +339,7 @@ async def test_an_observer_counts_leader_changes_and_makes_no_span_per_change(
     path = _ns(zookeeper, "/latch")
     async with traced() as a, traced() as watcher:
         observer = LeaderObserver(watcher, "/latch")
-        async with observer.observe() as changes:
+        async with observer.changes() as changes:
             assert await anext(changes) is None  # the first value: no change
             async with LeaderLatch(a, "/latch", participant_id="a") as latch:
                 assert await latch.wait_leader(timeout=EVENT_TIMEOUT)
@@ -536,7 +536,7 @@ _LEADERS_SCRIPT = textwrap.dedent(
         telemetry = aiocoord.Telemetry(names={"/x": "x"})
         async with aiocoord.connect(hosts, namespace=namespace, telemetry=telemetry) as c:
             observer = aiocoord.LeaderObserver(c, "/x/latch")
-            async with observer.observe() as changes:
+            async with observer.changes() as changes:
                 assert await anext(changes) is None
                 async with aiocoord.LeaderLatch(c, "/x/latch", participant_id="a") as latch:
                     assert await latch.wait_leader(timeout=20)

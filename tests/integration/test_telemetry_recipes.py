@@ -158,13 +158,13 @@ async def test_a_provider_counts_picks_and_noted_errors_and_makes_no_span_per_pi
         await discovery.register(api("i-2"))
         async with discovery.provider("api") as provider:
             for _ in range(5):
-                assert provider.instance() is not None
+                assert provider.pick() is not None
             async with provider.using() as instance:
                 pass
             provider.note_error(instance)
             provider.note_error(instance)  # the second takes it down (threshold 2)
             for _ in range(3):
-                assert provider.instance() is not None
+                assert provider.pick() is not None
     picks = otel.points("aiocoord.discovery.picks", aiocoord_path=path)
     assert {labels["aiocoord.outcome"]: point.value for labels, point in picks} == {"picked": 9}
     assert {labels["aiocoord.recipe"] for labels, _ in picks} == {"service_provider"}
@@ -188,7 +188,7 @@ async def test_a_provider_with_nothing_to_pick_counts_none(
         ServiceDiscovery(client, "/services") as discovery,
         discovery.provider("none") as provider,
     ):
-        assert provider.instance() is None
+        assert provider.pick() is None
         with pytest.raises(aiocoord.OperationTimeoutError):
             async with provider.using(timeout=0):
                 pass

@@ -78,17 +78,24 @@ async def _await(watch: aiocoord.Watch) -> aiocoord.WatchEvent:
     return await watch
 
 
-async def test_wait_for_change_times_out_under_caller_deadline(coord: aiocoord.Client) -> None:
+async def test_wait_changed_times_out_under_caller_deadline(coord: aiocoord.Client) -> None:
     await coord.create("/quiet")
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.2):
-            await coord.wait_for_change("/quiet")
+            await coord.wait_changed("/quiet")
     assert coord.pending_watches == 0
 
 
-async def test_wait_for_change_sees_the_next_change(coord: aiocoord.Client) -> None:
+async def test_wait_changed_timeout_raises_and_cancels_the_watch(coord: aiocoord.Client) -> None:
+    await coord.create("/still")
+    with pytest.raises(aiocoord.OperationTimeoutError, match="/still"):
+        await coord.wait_changed("/still", timeout=0.1)
+    assert coord.pending_watches == 0
+
+
+async def test_wait_changed_sees_the_next_change(coord: aiocoord.Client) -> None:
     await coord.create("/n")
-    waiter = asyncio.create_task(coord.wait_for_change("/n"))
+    waiter = asyncio.create_task(coord.wait_changed("/n"))
     await waiting(coord)  # its exists request is answered: the watch is set
     await coord.delete("/n")
     assert (await waiter).type is EventType.DELETED

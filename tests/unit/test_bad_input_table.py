@@ -159,7 +159,7 @@ CLIENT_PATH_CALLS: dict[str, Callable[[aiocoord.Client, Any], Any]] = {
     "watch_data": lambda c, p: c.watch_data(p),
     "watch_children": lambda c, p: c.watch_children(p),
     "add_watch": lambda c, p: c.add_watch(p, recursive=True),
-    "wait_for_change": lambda c, p: c.wait_for_change(p),
+    "wait_changed": lambda c, p: c.wait_changed(p),
     "data_changes": lambda c, p: anext(c.data_changes(p)),
     "children_changes": lambda c, p: anext(c.children_changes(p)),
     "find_protected": lambda c, p: c.find_protected(p, "_c_x-"),
@@ -866,7 +866,7 @@ def number_cases() -> Iterator[Case]:
         InvalidArgumentError,
         ("max_data_size",),
     )
-    for method in ("compare_and_set", "try_set", "force_set", "initialize"):
+    for method in ("compare_and_set", "set", "force_set", "initialize"):
         for kind, value, error in (
             ("AtomicLong", 1.5, ArgumentTypeError),
             ("AtomicLong", "1", ArgumentTypeError),

@@ -193,4 +193,6 @@ def test_barriers_print_readably(client: aiocoord.Client) -> None:
     barrier = aiocoord.DoubleBarrier(client, "/race", 5)
     assert repr(barrier) == "<DoubleBarrier '/race' members=5 outside>"
     assert not barrier.is_entered and barrier.node is None
-    assert repr(barrier.enter(timeout=2.5)) == "<DoubleBarrierEntry '/race' members=5 timeout=2.5>"
+    assert (
+        repr(barrier.entered(timeout=2.5)) == "<DoubleBarrierEntry '/race' members=5 timeout=2.5>"
+    )

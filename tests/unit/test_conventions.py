@@ -16,7 +16,14 @@ import dataclasses
 import functools
 import inspect
 import typing
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Iterator
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterator,
+)
 from types import ModuleType
 
 import aiocoord
@@ -115,6 +122,7 @@ HOLDERS: dict[str, type] = {
     "ReadWriteLock.read_lock": type(aiocoord.ReadWriteLock(_CLIENT, "/rw").read_lock),
     "ReadWriteLock.write_lock": type(aiocoord.ReadWriteLock(_CLIENT, "/rw").write_lock),
     "SemaphoreMutex": aiocoord.SemaphoreMutex,
+    "MultiLock": aiocoord.MultiLock,
     "SemaphoreLease": aiocoord.SemaphoreLease,
     "Lease": aiocoord.Lease,
     "LeaderLatch": aiocoord.LeaderLatch,
@@ -142,12 +150,19 @@ NOT_HOLDERS = {
 
 CONTRACT: dict[str, Callable[[object], bool]] = {
     "is_held": lambda m: isinstance(m, property),
-    "wait_lost": is_async_method,
+    "wait_lost": lambda m: is_async_method(m) and _timeout_answers_a_bool(m),
     "fence": is_plain_method,
     "fencing_token": lambda m: isinstance(m, property),
     "transaction": is_plain_method,
 }
 """The holder contract: each member and the kind it must be."""
+
+
+def _timeout_answers_a_bool(function: object) -> bool:
+    """``function`` takes ``timeout=None`` keyword-only and answers a bool (did it happen)."""
+    timeout = _keyword(function, "timeout")
+    returns = typing.get_type_hints(function).get("return")  # type: ignore[arg-type]
+    return timeout is not None and timeout.default is None and returns is bool
 
 
 def _keyword(function: object, name: str) -> inspect.Parameter | None:
@@ -511,6 +526,311 @@ def test_lost_holds_share_one_base() -> None:
     for error in (aiocoord.LockLostError, aiocoord.LeadershipLostError, aiocoord.TakeLostError):
         assert issubclass(error, aiocoord.HoldLostError), error
     assert issubclass(aiocoord.HoldLostError, aiocoord.OwnershipError)
+
+
+# --- 9. try_ answers a bool; wait_ takes a timeout ------------------------------------------
+
+
+def method_name(qualified: str) -> str:
+    return qualified.rsplit(".", 1)[-1]
+
+
+def try_violations() -> list[str]:
+    """``try_<verb>()`` answers "did it happen": a bool. What answers more (leases, a
+    counter's AtomicValue) is no ``try_`` method (``Semaphore.acquire(n, timeout=0)``,
+    ``AtomicLong.set()``)."""
+    return [
+        f"{name} returns {returned_type(function)}"
+        for name, function in callables()
+        if method_name(name).startswith("try_") and returned_type(function) is not bool
+    ]
+
+
+def test_every_try_method_answers_a_bool() -> None:
+    _assert_none(try_violations(), "try_<verb>() returns a bool")
+
+
+def wait_violations() -> list[str]:
+    """``wait_<condition>()`` waits, and takes a keyword-only ``timeout``; a name that
+    waits without saying for what (``wait_for_*``) is the old spelling."""
+    found = []
+    for name, function in callables():
+        short = method_name(name)
+        if not short.startswith("wait_"):
+            continue
+        if short.startswith("wait_for_"):
+            found.append(f"{name}: say the condition, wait_<condition>()")
+        if not is_async_method(function):
+            found.append(f"{name} is not an async def")
+        if _keyword(function, "timeout") is None:
+            found.append(f"{name} has no keyword-only timeout")
+    return found
+
+
+def test_every_wait_is_async_and_takes_a_timeout() -> None:
+    _assert_none(wait_violations(), "wait_<condition>(*, timeout=...)")
+
+
+# --- 10. streams and listeners: which verb means what ----------------------------------------
+
+STREAM_VERBS = {
+    "changes": "the object's own state, now and after every change",
+    "events": "a view's events (a cache's, a service cache's)",
+    "add_watch": "ZooKeeper's own name for a persistent watch (Client)",
+}
+"""What a stream-returning method may be called; ``<what>_changes()`` follows
+something else the object can see (``Client.state_changes()``, ``data_changes(path)``,
+``children_changes(path)``, a leader's ``leader_changes()``)."""
+
+LISTENED_STREAM = {"aiocoord.Client": "state_changes"}
+"""Classes whose listeners follow another stream than ``changes()``/``events()``, and
+which: a client's listeners hear connection states, as kazoo's do."""
+
+
+def stream_verb_violations() -> list[str]:
+    found = []
+    for name, cls in public_classes().items():
+        for attr, raw in public_members(cls):
+            if not (inspect.isfunction(raw) and returns_a_stream(raw)):
+                continue
+            if attr not in STREAM_VERBS and not attr.endswith("_changes"):
+                found.append(f"{name}.{attr}: changes(), events() or <what>_changes()")
+    return found
+
+
+def test_every_stream_method_has_one_of_the_verbs() -> None:
+    _assert_none(stream_verb_violations(), "changes() / events() / <what>_changes()")
+
+
+def _stream_item(function: object) -> object:
+    returned = returned_type(function)  # type: ignore[arg-type]
+    args = typing.get_args(returned)
+    return args[0] if args else None
+
+
+def listener_pairing_violations() -> list[str]:
+    """``add_listener(callback)`` is called with what the class's own stream yields:
+    ``changes()``, else ``events()`` (a view's), else the one named in LISTENED_STREAM."""
+    found = []
+    for name, cls in public_classes().items():
+        add = member(cls, "add_listener")
+        if not inspect.isfunction(add):
+            continue
+        stream_name = LISTENED_STREAM.get(name) or next(
+            (verb for verb in ("changes", "events") if inspect.isfunction(member(cls, verb))),
+            None,
+        )
+        if stream_name is None:
+            found.append(f"{name} has listeners but no changes() or events()")
+            continue
+        callback = typing.get_type_hints(add).get("callback")
+        heard = typing.get_args(callback)[0] if callback is not None else None
+        yielded = _stream_item(member(cls, stream_name))
+        if heard != [yielded]:
+            found.append(f"{name}: listeners hear {heard}, {stream_name}() yields {yielded}")
+    return found
+
+
+def test_listeners_hear_what_the_own_stream_yields() -> None:
+    _assert_none(listener_pairing_violations(), "add_listener mirrors changes()/events()")
+
+
+# --- 11. constructors: the client first, then the path ---------------------------------------
+
+OTHER_SECOND_PARAMETERS = {
+    "aiocoord.LeaderElectionGroup": "paths: one election per path",
+}
+"""Recipes whose second parameter is not ``path``, and why."""
+
+
+def constructor_order_violations() -> list[str]:
+    found = []
+    for name, function in callables():
+        if not name.endswith(".__init__"):
+            continue
+        owner = name.removesuffix(".__init__")
+        names = [p.name for p in parameters(function)[1:]]
+        if "client" in names and names[0] != "client":
+            found.append(f"{owner}: the client comes first")
+        first = names[:1] == ["client"] and owner not in OTHER_SECOND_PARAMETERS
+        if first and names[1:2] != ["path"]:
+            found.append(f"{owner}({', '.join(names[:2])}): then the path, as path")
+    return found
+
+
+def test_recipes_take_the_client_then_the_path() -> None:
+    _assert_none(constructor_order_violations(), "Recipe(client, path, ...)")
+
+
+# --- 12. public signatures name public types -------------------------------------------------
+
+MADE_BY_THE_LIBRARY = {
+    "aiocoord.Watch": "client.watch_*()",
+    "aiocoord.PersistentWatch": "client.add_watch()",
+    "aiocoord.Transaction": "client.transaction(), a holder's transaction()",
+    "aiocoord.Pipeline": "client.pipeline()",
+    "aiocoord.HoldContext": "a holder's hold()",
+    "aiocoord.QueueTake": "a queue's take()",
+}
+"""Classes a caller is handed and never builds, and what hands them out: their
+constructors are the library's own, so they may take its private parts."""
+
+
+def _hint_namespace() -> dict[str, object]:
+    names: dict[str, object] = {name: getattr(aiocoord, name) for name in aiocoord.__all__}
+    try:
+        import httpx  # the discovery transport's types, for those who use it
+
+        names["httpx"] = httpx
+    except ImportError:  # pragma: no cover - httpx is a test dependency
+        pass
+    return names
+
+
+def _private_types(annotation: object, public: set[int]) -> Iterator[str]:
+    """The aiocoord types ``annotation`` names that are not exported."""
+    if isinstance(annotation, typing.TypeVar) or annotation is None:
+        return
+    origin = typing.get_origin(annotation)
+    for candidate in (origin, annotation) if origin is not None else (annotation,):
+        module = getattr(candidate, "__module__", "") or ""
+        if inspect.isclass(candidate) and module.startswith("aiocoord"):
+            if id(candidate) not in public:
+                yield f"{module}.{candidate.__qualname__}"
+            break
+    for arg in typing.get_args(annotation):
+        if not isinstance(arg, list | tuple):
+            yield from _private_types(arg, public)
+        else:
+            for item in arg:
+                yield from _private_types(item, public)
+
+
+def private_type_violations() -> list[str]:
+    """Public functions, methods and properties whose annotations name a type a
+    caller cannot import (a private class, a Protocol of the library's own)."""
+    public = {id(obj) for _name, obj in exported()}
+    namespace = _hint_namespace()
+    found = []
+    signatures: list[tuple[str, object]] = list(callables())
+    for name, cls in public_classes().items():
+        for attr, raw in public_members(cls):
+            if isinstance(raw, property) and raw.fget is not None:
+                signatures.append((f"{name}.{attr}", raw.fget))
+    for name, function in signatures:
+        if name.removesuffix(".__init__") in MADE_BY_THE_LIBRARY:
+            continue
+        hints = typing.get_type_hints(function, localns=namespace)
+        for parameter, annotation in hints.items():
+            for private in _private_types(annotation, public):
+                found.append(f"{name}({parameter}): {private}")
+    return found
+
+
+def test_no_public_signature_names_a_private_type() -> None:
+    _assert_none(private_type_violations(), "public signatures name exported types")
+
+
+def test_the_read_write_sides_are_mutexes_to_a_caller() -> None:
+    """Their classes are private: a caller names them ``Mutex``, which they are."""
+    lock = aiocoord.ReadWriteLock(_CLIENT, "/rw")
+    hints = typing.get_type_hints(aiocoord.ReadWriteLock.__init__)
+    assert isinstance(lock.read_lock, aiocoord.Mutex), hints
+    assert isinstance(lock.write_lock, aiocoord.Mutex)
+
+
+# --- 13. no public **kwargs --------------------------------------------------------------------
+
+VAR_KEYWORDS = {
+    "aiocoord.Client.create": "CreateOptions, one option set for every create",
+    "aiocoord.Client.create_with_stat": "CreateOptions, as create()",
+    "aiocoord.Transaction.create": "CreateOptions, as Client.create()",
+    "aiocoord.Pipeline.create": "CreateOptions, as Client.create()",
+    "aiocoord.Client.retry": "forwards the caller's own arguments to the caller's function",
+}
+"""Public callables that take ``**kwargs``, and why: a public TypedDict that is the
+only spelling of its options, or arguments that are the caller's, not ours."""
+
+
+def var_keyword_violations() -> list[str]:
+    return [
+        name
+        for name, function in callables()
+        if any(p.kind is p.VAR_KEYWORD for p in parameters(function)) and name not in VAR_KEYWORDS
+    ]
+
+
+def test_no_public_callable_takes_var_keywords() -> None:
+    _assert_none(var_keyword_violations(), "explicit keyword parameters, no **kwargs")
+
+
+# --- 14. the atomics' options ---------------------------------------------------------------
+
+ATOMIC_ONLY_OPTIONS = {
+    "AtomicLong": {
+        "coalesce": "shares writes of concurrent adds: sums of 64-bit deltas",
+        "combine": "queues adds in <path>/combining, applied as one 64-bit sum",
+    },
+}
+"""Options only some atomics take, and why: coalescing and combining merge adds into
+one sum; AtomicBytes applies functions, which do not merge, and AtomicInt is
+Curator's 32-bit counter, kept as plain compare-and-set (AtomicLong is the fast one)."""
+
+
+def test_the_atomics_take_the_same_options_but_the_listed_ones() -> None:
+    atomics = {cls.__name__: cls for cls in (aiocoord.AtomicLong, aiocoord.AtomicInt)}
+    atomics["AtomicBytes"] = aiocoord.AtomicBytes
+    options = {
+        name: {p.name for p in parameters(cls.__init__)[3:]} for name, cls in atomics.items()
+    }
+    extra = {name: set(ATOMIC_ONLY_OPTIONS.get(name, {})) for name in atomics}
+    shared = {name: found - extra[name] for name, found in options.items()}
+    assert len({frozenset(found) for found in shared.values()}) == 1, shared
+    assert all(extra[name] <= options[name] for name in atomics), options
+
+
+# --- 15. one signature where two recipes do one thing --------------------------------------
+
+SAME_SIGNATURES = [
+    ("LeaderLatch", "LeaderElection", "__init__"),
+    ("LeaderLatch", "LeaderElection", "hand_over"),
+    ("LeaderLatch", "LeaderElection", "resign"),
+    ("LeaderLatch", "LeaderElection", "hold"),
+]
+"""Members two recipes share: the same parameters (the leaders share one base)."""
+
+
+def test_the_leaders_share_their_signatures() -> None:
+    for first, second, attr in SAME_SIGNATURES:
+        a = inspect.signature(member(getattr(aiocoord, first), attr))  # type: ignore[arg-type]
+        b = inspect.signature(member(getattr(aiocoord, second), attr))  # type: ignore[arg-type]
+        assert list(a.parameters) == list(b.parameters), (first, second, attr)
+
+
+SCOPED_AWAITABLES = {
+    "aiocoord.Watch": "awaiting it waits for its one event; `async with` only bounds its "
+    "life (cancelled on exit): two operations, not one answered two ways",
+}
+
+
+def test_no_public_class_is_a_hand_written_coroutine() -> None:
+    """An awaitable that is also a context manager answers one way when awaited and
+    another in ``async with``: a method is an ``async def`` or returns a context
+    manager, never both (``DoubleBarrier.enter()`` and ``entered()``)."""
+    found = [
+        name
+        for name, cls in public_classes().items()
+        if name not in SCOPED_AWAITABLES
+        and (
+            issubclass(cls, Coroutine)
+            or (
+                callable(getattr(cls, "__await__", None))
+                and callable(getattr(cls, "__aenter__", None))
+            )
+        )
+    ]
+    assert found == []
+    assert returned_type(aiocoord.DoubleBarrier.enter) is bool
 
 
 # --- the walk itself --------------------------------------------------------------------------

@@ -208,7 +208,7 @@ REPRS: list[tuple[str, Factory, tuple[str, ...]]] = [
     ),
     (
         "DoubleBarrierEntry",
-        lambda client: aiocoord.DoubleBarrier(client, "/race", 5).enter(timeout=2.0),
+        lambda client: aiocoord.DoubleBarrier(client, "/race", 5).entered(timeout=2.0),
         ("'/race'", "timeout=2.0"),
     ),
     (
@@ -355,6 +355,9 @@ async def test_reprs_still_work_once_the_client_is_closed(client: aiocoord.Clien
 ABSTRACT = {
     "aiocoord.Lockable": "a Protocol: instances are the locks above",
     "aiocoord.ACLProvider": "a Protocol: instances are the callers' own functions",
+    "aiocoord.SaslMechanism": "a Protocol: SaslDigest, SaslKerberos or the caller's own",
+    "aiocoord.SaslExchange": "a Protocol: made by a SaslMechanism for each connection",
+    "aiocoord.ItemCodec": "a Protocol: instances are Codec members or the caller's own",
     "aiocoord.RetryPolicy": "a base class: the policies are dataclasses",
     "aiocoord.ErrorPolicy": "a base class: the policies are dataclasses",
 }

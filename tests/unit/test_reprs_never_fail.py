@@ -45,6 +45,12 @@ def test_a_multilock_repr_survives_a_lock_whose_path_raises() -> None:
         def fence(self) -> object:
             return None
 
+        async def wait_lost(self, *, timeout: float | None = None) -> bool:
+            return False
+
+        def transaction(self) -> object:
+            return None
+
         @property
         def path(self) -> str:
             raise RuntimeError("no path")

@@ -22,7 +22,7 @@ import anyio
 from typing_extensions import TypeVar
 
 from ... import _telemetry
-from ..._checks import check_flag
+from ..._checks import check_flag, check_timeout
 from ..._exceptions import (
     DetachedAcquireError,
     HoldLostError,
@@ -40,10 +40,13 @@ __all__ = [
     "LossMonitor",
     "acquiring_task",
     "current_task",
+    "end_record",
     "exit_loss_scope",
     "native_cancel_pending",
     "not_owner",
+    "start_record",
     "task_owned_acquire",
+    "wait_lost_within",
 ]
 
 log = logging.getLogger("aiocoord")
@@ -116,12 +119,16 @@ class Hold:
         for scope in self._scopes:
             scope.cancel()
 
-    async def wait_lost(self) -> None:
-        """Wait until the hold is lost (at once if it already is; a release is no loss).
-
-        ``reason`` then says why it was lost.
-        """
-        await self._lost_event.wait()
+    async def wait_lost(self, *, timeout: float | None = None) -> bool:
+        """Wait until the hold is lost (at once if it already is; a release is no
+        loss): True; False if ``timeout`` (checked seconds, None: no bound) passed
+        first. ``reason`` then says why it was lost."""
+        if self.lost:
+            return True
+        with anyio.move_on_after(timeout):
+            await self._lost_event.wait()
+            return True
+        return False
 
     def add_scope(self, scope: anyio.CancelScope) -> None:
         """Cancel ``scope`` when the hold is lost (at once if it already is)."""
@@ -133,6 +140,36 @@ class Hold:
         """Stop cancelling ``scope`` on loss (its block is over)."""
         if scope in self._scopes:
             self._scopes.remove(scope)
+
+
+def start_record(
+    hold: Hold,
+    span_name: str,
+    tags: _telemetry.Tags | None,
+    *,
+    token: int | None = None,
+    duration: str | None = None,
+) -> None:
+    """Start ``hold``'s telemetry record (a span named ``span_name`` and, with
+    ``duration``, a sample of that histogram when it ends), unless it has one or
+    telemetry is off. Every hold record starts here, and ends in :func:`end_record`."""
+    if tags is not None and hold.record is None:
+        hold.record = _telemetry.start_hold(span_name, tags, token=token, duration=duration)
+
+
+def end_record(hold: Hold, outcome: str | None = None) -> None:
+    """End ``hold``'s record (if it has one) with ``outcome``; by default how the
+    hold ended: its ``outcome``, else ``lost`` or ``released``."""
+    record, hold.record = hold.record, None
+    if record is not None:
+        record.end(outcome or hold.outcome or ("lost" if hold.lost else "released"))
+
+
+async def wait_lost_within(hold: Hold, timeout: object, path: str = "") -> bool:
+    """Every holder's ``wait_lost(timeout=)``: wait until ``hold`` is lost, True;
+    False if ``timeout`` seconds passed first (None: no bound; 0: look once)."""
+    seconds = check_timeout(timeout, path=path or None)
+    return await Hold.wait_lost(hold, timeout=seconds)  # the event, whatever a subclass adds
 
 
 class LossMonitor:
@@ -173,10 +210,7 @@ class LossMonitor:
         state and session, and every later one by the listener.
         """
         hold.subject, hold.session_id = self._what, session_id
-        if self.tags is not None and hold.record is None:
-            hold.record = _telemetry.start_hold(
-                self._span_name, self.tags, token=token, duration=self._duration
-            )
+        start_record(hold, self._span_name, self.tags, token=token, duration=self._duration)
         if not self._holds:
             self._client.add_listener(self._on_state)
         self._holds.add(hold)
@@ -196,8 +230,7 @@ class LossMonitor:
         return state is None or not self._policy.is_error_state(state)
 
     def discard(self, hold: Hold) -> None:
-        if hold.record is not None:
-            hold.record.end(hold.outcome or ("lost" if hold.lost else "released"))
+        end_record(hold)
         self._holds.discard(hold)
         if not self._holds:
             self._client.remove_listener(self._on_state)

@@ -28,6 +28,6 @@ class Participant:
     """Whether it holds what the recipe grants, as the listing shows it: the lock,
     a lease, leadership; True for every member of a group."""
     fencing_token: int | None = None
-    """For a leader (an election's ``leader()``, ``observe()``): its fencing
+    """For a leader (an election's ``leader()``, ``leader_changes()``): its fencing
     token, the leader node's creation zxid, which grows with every new term;
     None elsewhere."""

@@ -28,7 +28,7 @@ import contextlib
 import functools
 import logging
 import uuid
-from collections.abc import Collection, Coroutine, Generator, Sequence
+from collections.abc import Collection, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -305,20 +305,23 @@ class DoubleBarrier:
         """This participant's node (``<path>/<uuid>``) while it has one, else None."""
         return self._node
 
-    def enter(self, *, timeout: float | None = None) -> DoubleBarrierEntry:
-        """Enter: wait until ``members`` participants have entered.
-
-        ``await barrier.enter(timeout=t)`` returns True once they have, False
-        if ``timeout`` passed first (``timeout=0`` looks once). ``async with
-        barrier.enter(timeout=t):`` runs its block between entering and leaving
-        (see :class:`DoubleBarrierEntry`). Entering again before leaving is a
-        RuntimeError.
+    async def enter(self, *, timeout: float | None = None) -> bool:
+        """Enter: wait until ``members`` participants have entered: True; False if
+        ``timeout`` passed first (``timeout=0`` looks once), as Curator's
+        ``enter(time, unit)``. For a block between entering and leaving, use
+        :meth:`entered`. Entering again before leaving is a RuntimeError.
 
         An enter that gives up deletes its node before it returns when
         ZooKeeper is reachable; while the client is disconnected the delete
         waits for the connection (or the session's expiry), and until then the
         other participants still count this one.
         """
+        return await self._enter(check_timeout(timeout, path=self.path))
+
+    def entered(self, *, timeout: float | None = None) -> DoubleBarrierEntry:
+        """``async with barrier.entered(timeout=t):`` enter, run the block, leave: a
+        context manager, so it raises OperationTimeoutError where :meth:`enter` and
+        :meth:`leave` answer False (see :class:`DoubleBarrierEntry`)."""
         return DoubleBarrierEntry(self, timeout=check_timeout(timeout, path=self.path))
 
     async def leave(self, *, timeout: float | None = None) -> bool:
@@ -705,26 +708,21 @@ class DoubleBarrier:
         return True
 
 
-class DoubleBarrierEntry(Coroutine[Any, Any, bool]):
-    """What :meth:`DoubleBarrier.enter` returns: await it, or use it as ``async with``.
-
-    ``await entry`` enters and returns True, or False if the timeout passed.
-    It is a coroutine, so ``asyncio.create_task(barrier.enter())`` works too.
-
-    ``async with entry as barrier:`` enters (OperationTimeoutError if the
-    timeout passes first), runs the block, then leaves and waits until every
-    participant has left (the same timeout, again OperationTimeoutError). If
-    the block raises (or is cancelled), our node is deleted at once and the
-    block's exception propagates without waiting for the others: they see us
-    as gone and are not held up.
+class DoubleBarrierEntry:
+    """What :meth:`DoubleBarrier.entered` returns: ``async with entry as barrier:``
+    enters (OperationTimeoutError if the timeout passes first), runs the block,
+    then leaves and waits until every participant has left (the same timeout,
+    again OperationTimeoutError). If the block raises (or is cancelled), our
+    node is deleted at once and the block's exception propagates without waiting
+    for the others: they see us as gone and are not held up. It may be entered
+    again once its block is over.
     """
 
-    __slots__ = ("_barrier", "_entering", "_timeout")
+    __slots__ = ("_barrier", "_timeout")
 
     def __init__(self, barrier: DoubleBarrier, *, timeout: float | None) -> None:
         self._barrier = barrier
         self._timeout = timeout
-        self._entering: Coroutine[Any, Any, bool] | None = None
 
     def __repr__(self) -> str:
         barrier = self._barrier
@@ -732,32 +730,6 @@ class DoubleBarrierEntry(Coroutine[Any, Any, bool]):
             f"<DoubleBarrierEntry {barrier.path!r} members={barrier.members} "
             f"timeout={self._timeout}>"
         )
-
-    # The coroutine protocol, delegated to an enter made on first use (so an
-    # entry used only as ``async with`` leaves no never-awaited coroutine).
-
-    def _coroutine(self) -> Coroutine[Any, Any, bool]:
-        if self._entering is None:
-            self._entering = self._barrier._enter(self._timeout)
-        return self._entering
-
-    def __await__(self) -> Generator[Any, None, bool]:
-        return self._coroutine().__await__()
-
-    def send(self, value: Any) -> Any:
-        """Part of the coroutine protocol (what ``await`` and tasks drive)."""
-        return self._coroutine().send(value)
-
-    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
-        """Part of the coroutine protocol (what ``await`` and tasks drive)."""
-        if val is None and tb is None:
-            return self._coroutine().throw(typ)
-        return self._coroutine().throw(typ, val, tb)
-
-    def close(self) -> None:
-        """Part of the coroutine protocol: close the enter, if it was started."""
-        if self._entering is not None:
-            self._entering.close()
 
     async def __aenter__(self) -> DoubleBarrier:
         barrier = self._barrier

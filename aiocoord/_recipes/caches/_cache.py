@@ -58,6 +58,7 @@ from ..._session import (
 )
 from ..._types import EventType, Stat, WatchEvent
 from .._kit._feed import Feed
+from .._kit._holding import Hold, end_record, start_record
 from .._kit._lifecycle import Lifecycle, Phase, Resource
 from .._kit._waits import Reconnects
 
@@ -66,9 +67,9 @@ __all__ = [
     "CacheEventType",
     "CacheStats",
     "ChildrenCache",
+    "KeptChildrenCache",
     "NodeCache",
     "TreeCache",
-    "report_as",
 ]
 
 log = logging.getLogger("aiocoord")
@@ -423,10 +424,11 @@ class _Cache(Resource):
         self._view = _View(path, max_depth, max_cached_data, self._emit)
         kind = re.sub(r"(?<!^)(?=[A-Z])", "_", self._kind).lower()  # tree_cache
         self._tags = _telemetry.recipe_tags(client.telemetry, kind, path, client.namespace)
-        self._resync: _telemetry.HoldRecord | None = None
-        """The span of a resync under way (telemetry on)."""
+        self._resync: Hold | None = None
+        """A resync under way: timed and traced as a hold (telemetry on)."""
         self._outer_reports = False
-        """Kept inside another recipe, which reports the build and size (:func:`report_as`)."""
+        """Kept inside another recipe, which reports the build and size
+        (:class:`KeptChildrenCache`)."""
         self._life = Lifecycle(f"{self._kind} {path!r}", self._open, self._shut, restartable=False)
         super().__init__(self._life)
         self._halting = False
@@ -713,7 +715,8 @@ class _Cache(Resource):
         self._view.plan_repair()
         self._repairing = True
         if self._resync is None:
-            self._resync = _telemetry.start_hold("aiocoord.cache.resync", self._tags)
+            self._resync = Hold()
+            start_record(self._resync, "aiocoord.cache.resync", self._tags)
         log.debug("%s %r: checking %d nodes", self._kind, self._path, len(self._view.nodes))
 
     def _settled(self) -> None:
@@ -726,7 +729,7 @@ class _Cache(Resource):
             self._counts["resyncs"] += 1
             resync, self._resync = self._resync, None
             if resync is not None:
-                resync.end("resynced")
+                end_record(resync, "resynced")
             self._emit(self._mark(CacheEventType.RESYNCED))
 
     async def _wait_for_work(self, watch: PersistentWatch) -> None:
@@ -798,15 +801,6 @@ class _Cache(Resource):
                 await self._client.wait_connected()
                 return
             view.apply(path, read, result)
-
-
-def report_as(cache: _Cache, tags: _telemetry.Tags) -> None:
-    """Make ``cache``, kept inside another recipe (a ServiceCache's children cache),
-    report as that recipe: its resync spans carry ``tags``, and it makes no build
-    span and no ``aiocoord.cache.size`` entry of its own (the outer recipe reports
-    its own build and size, in its own terms). Call before starting it."""
-    cache._tags = tags
-    cache._outer_reports = True
 
 
 class TreeCache(_Cache):
@@ -905,3 +899,17 @@ class NodeCache(_Cache):
         super().__init__(
             client, path, max_depth=0, max_cached_data=max_cached_data, max_buffer=max_buffer
         )
+
+
+class KeptChildrenCache(ChildrenCache):
+    """A ChildrenCache kept inside another recipe (a ServiceCache's), labelled as
+    that recipe from the start: its resync spans carry ``tags``, and it makes no
+    build span and no ``aiocoord.cache.size`` entry of its own (the outer recipe
+    reports its own build and size, in its own terms)."""
+
+    def __init__(
+        self, client: Client, path: str, *, max_buffer: int, tags: _telemetry.Tags
+    ) -> None:
+        super().__init__(client, path, max_buffer=max_buffer)
+        self._tags = tags
+        self._outer_reports = True

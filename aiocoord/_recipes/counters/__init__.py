@@ -7,7 +7,6 @@ from ._adds import AtomicValue as AtomicValue
 from ._counter import AtomicBytes as AtomicBytes
 from ._counter import AtomicInt as AtomicInt
 from ._counter import AtomicLong as AtomicLong
-from ._counter import Bounds as Bounds
 from ._counter import PromotedToLock as PromotedToLock
 from ._escrow import CounterShard as CounterShard
 from ._escrow import ShardedCounter as ShardedCounter

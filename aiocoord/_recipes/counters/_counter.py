@@ -27,7 +27,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypedDict, TypeVar, Unpack
+from typing import Generic, TypeVar
 
 import anyio
 
@@ -58,7 +58,6 @@ __all__ = [
     "AtomicBytes",
     "AtomicInt",
     "AtomicLong",
-    "Bounds",
     "PromotedToLock",
 ]
 
@@ -548,7 +547,7 @@ class _Atomic(Generic[T]):
             return AtomicValue(False, outcome.pre, outcome.pre, stats, AtomicFailure.MISMATCH)
         return _result(outcome, stats)
 
-    async def try_set(self, new: T) -> AtomicValue[T]:
+    async def set(self, new: T) -> AtomicValue[T]:
         """Set ``new`` whatever the current value, by compare-and-set under the retry policy."""
         _encode(self._codec, new, self.path)
         return await self._update(lambda _value: new)
@@ -569,14 +568,6 @@ class _Atomic(Generic[T]):
                 raise OutcomeUnknownError(self.path) from error
             raise
         return True
-
-
-class Bounds(TypedDict, total=False):
-    """The keyword arguments a counter change may take (see :meth:`AtomicLong.add`)."""
-
-    lower: int | None
-    upper: int | None
-    raise_on_bound: bool
 
 
 class _AtomicNumber(_Atomic[int]):
@@ -685,17 +676,41 @@ class _AtomicNumber(_Atomic[int]):
             raise BoundExceededError(self.path, result.pre_value, delta, lower, upper)
         return result
 
-    async def increment(self, **bounds: Unpack[Bounds]) -> AtomicValue[int]:
+    async def increment(
+        self,
+        *,
+        lower: int | None = None,
+        upper: int | None = None,
+        raise_on_bound: bool = False,
+    ) -> AtomicValue[int]:
         """Add 1 (bounds as for :meth:`add`)."""
-        return await self.add(1, **bounds)
+        return await self.add(1, lower=lower, upper=upper, raise_on_bound=raise_on_bound)
 
-    async def decrement(self, **bounds: Unpack[Bounds]) -> AtomicValue[int]:
+    async def decrement(
+        self,
+        *,
+        lower: int | None = None,
+        upper: int | None = None,
+        raise_on_bound: bool = False,
+    ) -> AtomicValue[int]:
         """Subtract 1 (bounds as for :meth:`add`)."""
-        return await self.add(-1, **bounds)
+        return await self.add(-1, lower=lower, upper=upper, raise_on_bound=raise_on_bound)
 
-    async def subtract(self, delta: int, **bounds: Unpack[Bounds]) -> AtomicValue[int]:
+    async def subtract(
+        self,
+        delta: int,
+        *,
+        lower: int | None = None,
+        upper: int | None = None,
+        raise_on_bound: bool = False,
+    ) -> AtomicValue[int]:
         """Subtract ``delta`` (bounds as for :meth:`add`)."""
-        return await self.add(-check_int(delta, "delta", path=self.path), **bounds)
+        return await self.add(
+            -check_int(delta, "delta", path=self.path),
+            lower=lower,
+            upper=upper,
+            raise_on_bound=raise_on_bound,
+        )
 
 
 class AtomicLong(_AtomicNumber):

@@ -19,38 +19,37 @@ import logging
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from ... import _paths, _telemetry
 from ..._checks import check_int
 from ..._exceptions import ClientClosedError, CorruptValueError
-from ..._session import ChangeStream, Client
+from ..._session import ChangeStream, Client, check_client
 from .._kit._feed import Feed
 from .._kit._lifecycle import Lifecycle, Phase, Resource
-from ..caches import CacheEvent, CacheEventType, ChildrenCache, report_as
+from ..caches import CacheEvent, CacheEventType, KeptChildrenCache
 from ._instance import ServiceInstance, check_node_name
 
-__all__ = ["DEFAULT_MAX_BUFFER", "ServiceCache", "ServiceCacheEvent", "ServiceCacheEventType"]
+__all__ = [
+    "DEFAULT_MAX_BUFFER",
+    "PROVIDER_KIND",
+    "ProviderCache",
+    "ServiceCache",
+    "ServiceCacheEvent",
+    "ServiceCacheEventType",
+    "provider_tags",
+]
 
 log = logging.getLogger("aiocoord")
 
 DEFAULT_MAX_BUFFER = 10_000
 """Events a cache's ``events()`` iterator holds before it overflows."""
 
+PROVIDER_KIND = "service_provider"
+"""The telemetry label of a ServiceProvider and of the cache it keeps."""
+
 _INNER_BUFFER = 1_000_000
 """Bound on the children cache events our task has not read yet (it reads them at once)."""
-
-
-class _Discovery(Protocol):
-    """What a cache needs of the :class:`~aiocoord.ServiceDiscovery` that made it."""
-
-    @property
-    def client(self) -> Client: ...
-
-    @property
-    def base_path(self) -> str: ...
-
-    def path_of(self, name: str, instance_id: str | None = None) -> str: ...
 
 
 class ServiceCacheEventType(enum.Enum):
@@ -88,7 +87,8 @@ class ServiceCacheEvent:
 class ServiceCache(Resource):
     """The instances of one service, kept current on one watch (Curator's ServiceCache).
 
-    Made by :meth:`ServiceDiscovery.cache`: ``async with discovery.cache("api")
+    Made by :meth:`ServiceDiscovery.cache` (or as ``ServiceCache(client, path,
+    name)``, ``path`` being the discovery's): ``async with discovery.cache("api")
     as cache:`` builds the view and keeps it until the block ends;
     :meth:`instances` and :meth:`instance` read it without a round trip, and
     ``async for event in cache.events():`` follows it (ADDED, UPDATED, REMOVED,
@@ -106,19 +106,29 @@ class ServiceCache(Resource):
     iterators end after what they buffered, and the view stays readable.
     """
 
+    _kind = "service_cache"
+    """This cache's telemetry label (a provider's reports as the provider)."""
+
     def __init__(
         self,
-        discovery: _Discovery,
+        client: Client,
+        path: str,
         name: str,
         *,
         max_buffer: int = DEFAULT_MAX_BUFFER,
     ) -> None:
-        self._name = check_node_name(name, "service name", discovery.base_path)
-        self._path = discovery.path_of(name)
+        check_client(client, path)
+        _paths.validate_path(path)
+        self._name = check_node_name(name, "service name", path)
+        self._path = _paths.join(path, name)
         check_int(max_buffer, "max_buffer", path=self._path, minimum=1)
-        self._discovery = discovery
-        self._inner = ChildrenCache(discovery.client, self._path, max_buffer=_INNER_BUFFER)
-        self._report_as("service_cache")
+        self._client = client
+        self._tags = _telemetry.recipe_tags(
+            client.telemetry, self._kind, self._path, client.namespace
+        )
+        self._inner = KeptChildrenCache(
+            client, self._path, max_buffer=_INNER_BUFFER, tags=self._tags
+        )
         self._view: dict[str, ServiceInstance] = {}
         self._version = 0
         """Changes with every change of the view (each ADDED, UPDATED, REMOVED)."""
@@ -212,13 +222,6 @@ class ServiceCache(Resource):
         """Stop calling ``callback``; one that is not registered is ignored."""
         self._feed.remove_listener(callback)
 
-    def _report_as(self, kind: str) -> None:
-        """Label this cache's telemetry as recipe ``kind`` (a provider's cache reports
-        as the provider); its children cache reports as this cache."""
-        client = self._discovery.client
-        self._tags = _telemetry.recipe_tags(client.telemetry, kind, self._path, client.namespace)
-        report_as(self._inner, self._tags)
-
     def _mark(self, kind: ServiceCacheEventType) -> ServiceCacheEvent:
         return ServiceCacheEvent(kind, instances=tuple(self.instances()))
 
@@ -242,7 +245,7 @@ class ServiceCache(Resource):
     async def _open_and_build(self) -> None:
         inner = self._inner
         stream = inner.events()  # before the start: every node's CREATED, then INITIALIZED
-        self._task = self._discovery.client.start_background(
+        self._task = self._client.start_background(
             self._follow(stream), name=f"aiocoord-service-cache {self._path}"
         )
         try:
@@ -347,8 +350,14 @@ class ServiceCache(Resource):
         self._feed.publish(ServiceCacheEvent(kind, instance))
 
 
-def relabel(cache: ServiceCache, kind: str) -> _telemetry.Tags:
-    """Label ``cache``'s telemetry as recipe ``kind`` (a provider's cache reports as
-    the provider); the tags it reports with from now on."""
-    cache._report_as(kind)
-    return cache._tags
+class ProviderCache(ServiceCache):
+    """A ServiceProvider's own cache (made by ``ServiceDiscovery.provider()``): it
+    reports as the provider, one recipe."""
+
+    _kind = PROVIDER_KIND
+
+
+def provider_tags(cache: ServiceCache) -> _telemetry.Tags:
+    """The telemetry labels of a ServiceProvider picking from ``cache``."""
+    client = cache._client
+    return _telemetry.recipe_tags(client.telemetry, PROVIDER_KIND, cache.path, client.namespace)

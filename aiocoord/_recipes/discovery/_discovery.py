@@ -46,7 +46,7 @@ from ..._types import ACL
 from .._kit._children import read_children
 from .._kit._kept import Foreign, KeptNode, KeptState
 from .._kit._lifecycle import Lifecycle, Resource
-from ._cache import DEFAULT_MAX_BUFFER, ServiceCache
+from ._cache import DEFAULT_MAX_BUFFER, ProviderCache, ServiceCache
 from ._instance import ServiceInstance, ServiceType, check_node_name
 from ._provider import DEFAULT_DOWN_TIMEOUT, DEFAULT_ERROR_THRESHOLD, ServiceProvider
 from ._strategies import ProviderStrategy
@@ -78,7 +78,7 @@ class _Registration:
 
 
 class ServiceDiscovery(Resource):
-    """Registers service instances under ``base_path`` and finds them (Curator's
+    """Registers service instances under ``path`` and finds them (Curator's
     ``ServiceDiscovery``, same layout and JSON: Java and Python services find
     each other).
 
@@ -108,32 +108,30 @@ class ServiceDiscovery(Resource):
     def __init__(
         self,
         client: Client,
-        base_path: str,
+        path: str,
         *,
         instance: ServiceInstance | None = None,
         acl: Sequence[ACL] | None = None,
     ) -> None:
-        check_client(client, base_path)
-        _paths.validate_path(base_path)
-        if base_path != "/":
-            _paths.check_unreserved(
-                base_path, (client.namespace or "") + base_path, "service discovery"
-            )
+        check_client(client, path)
+        _paths.validate_path(path)
+        if path != "/":
+            _paths.check_unreserved(path, (client.namespace or "") + path, "service discovery")
         self._client = client
-        self._base = base_path
-        self._acl = check_recipe_acl(acl, base_path)
+        self._base = path
+        self._acl = check_recipe_acl(acl, path)
         if instance is not None:
             self._checked(instance)
         self._first = instance
         self._registered: dict[tuple[str, str], _Registration] = {}
-        self._life = Lifecycle(f"service discovery {base_path!r}", self._open, self._shut)
+        self._life = Lifecycle(f"service discovery {path!r}", self._open, self._shut)
         super().__init__(self._life)
         self._running = False
         """Between the start of :meth:`start` and the close: registering is allowed."""
         self._closables: weakref.WeakSet[Any] = weakref.WeakSet()
         """Caches and providers made by :meth:`cache` and :meth:`provider`, closed with us."""
         self._tags = _telemetry.recipe_tags(
-            client.telemetry, "service_discovery", base_path, client.namespace
+            client.telemetry, "service_discovery", path, client.namespace
         )
 
     def __repr__(self) -> str:
@@ -151,7 +149,7 @@ class ServiceDiscovery(Resource):
         return self._client
 
     @property
-    def base_path(self) -> str:
+    def path(self) -> str:
         """The node whose children are the services."""
         return self._base
 
@@ -444,7 +442,7 @@ class ServiceDiscovery(Resource):
         bounds each of its ``events()`` iterators (default 10,000)."""
         self._life.check_open()
         limit = DEFAULT_MAX_BUFFER if max_buffer is None else max_buffer
-        cache = ServiceCache(self, name, max_buffer=limit)
+        cache = ServiceCache(self._client, self._base, name, max_buffer=limit)
         self._closables.add(cache)
         return cache
 
@@ -463,7 +461,7 @@ class ServiceDiscovery(Resource):
         ``down_timeout`` seconds of its first (Curator's DownInstancePolicy)."""
         self._life.check_open()
         provider = ServiceProvider(
-            ServiceCache(self, name),
+            ProviderCache(self._client, self._base, name),
             strategy=strategy,
             error_threshold=error_threshold,
             down_timeout=down_timeout,

@@ -3,7 +3,7 @@
 ``httpx.AsyncClient(transport=DiscoveryTransport(provider))``: a request to
 ``http://orders/items/1`` goes to an instance of the provider's service, picked
 for that request, and the client code stays plain httpx. What it does that a loop
-around ``provider.instance()`` in application code tends to get wrong:
+around ``provider.pick()`` in application code tends to get wrong:
 
 - The request counts as in flight (``provider.using()``) until its response is
   closed, body included, not only until the headers arrive: that is what

@@ -23,7 +23,7 @@ from ..._exceptions import ArgumentTypeError, OperationTimeoutError
 from .._kit._lifecycle import Lifecycle, Phase, Resource
 from .._kit._pulse import Pulse
 from .._kit._waits import Deadline
-from ._cache import ServiceCache, ServiceCacheEvent, relabel
+from ._cache import ServiceCache, ServiceCacheEvent, provider_tags
 from ._instance import ServiceInstance
 from ._strategies import Chooser, DownInstances, Key, ProviderStrategy, candidates_of, key_of
 
@@ -46,7 +46,7 @@ class ServiceProvider(Resource):
     Made by :meth:`ServiceDiscovery.provider`: ``async with
     discovery.provider("api", strategy=ProviderStrategy.LEAST_OUTSTANDING) as
     provider:``, then ``async with provider.using() as instance:`` around each
-    request sent to ``instance``. :meth:`instance` only picks (no request is
+    request sent to ``instance``. :meth:`pick` only picks (no request is
     counted); :meth:`using` picks, counts the request as in flight until its
     block ends (what POWER_OF_TWO_CHOICES and LEAST_OUTSTANDING balance on),
     and waits for an instance if there is none.
@@ -94,7 +94,7 @@ class ServiceProvider(Resource):
             f"service provider {path!r}", self._open, self._shut, restartable=False
         )
         super().__init__(self._life)
-        self._tags = relabel(cache, "service_provider")
+        self._tags = provider_tags(cache)
         # Picks are counted here and added to the counter in batches (see _REPORT_EVERY):
         # when candidates are rebuilt, a using() block ends, an error is noted, at close.
         self._picked = 0
@@ -127,7 +127,7 @@ class ServiceProvider(Resource):
         """The instances a pick may return now: enabled and not down, sorted by id."""
         return list(self._current())
 
-    def instance(self) -> ServiceInstance | None:
+    def pick(self) -> ServiceInstance | None:
         """An instance picked by the strategy, or None if none may be picked now (or
         the provider is not started). Counts no request: see :meth:`using`."""
         chosen = self._chooser.pick(
@@ -226,7 +226,7 @@ class ServiceProvider(Resource):
         deadline = Deadline(timeout)
         while True:
             self._life.check_open()
-            chosen = self.instance()
+            chosen = self.pick()
             if chosen is not None:
                 return chosen
             if deadline.passed:

@@ -2,6 +2,6 @@
 observer that follows who leads without taking part."""
 
 from ._balance import LeaderElectionGroup as LeaderElectionGroup
-from ._election import LeaderElection as LeaderElection
-from ._latch import LeaderLatch as LeaderLatch
+from ._leaders import LeaderElection as LeaderElection
+from ._leaders import LeaderLatch as LeaderLatch
 from ._observe import LeaderObserver as LeaderObserver

@@ -44,7 +44,8 @@ from ..._session import Client, ErrorPolicy
 from ..._types import ACL
 from .._kit._args import generated_participant_id
 from ._common import Record, contenders, designated, leader_from
-from ._election import LeaderElection, report_as
+from ._leaders import GROUP_KIND, GroupElection
+from ._participant import leader_tags
 
 __all__ = ["LeaderElectionGroup"]
 
@@ -92,16 +93,13 @@ class LeaderElectionGroup:
         self.participant_id = participant_id
         self._client = client
         self.elections = {
-            path: LeaderElection(
+            path: GroupElection(
                 client, path, participant_id=participant_id, error_policy=error_policy, acl=acl
             )
             for path in paths
         }
         """One election per path, in the order given."""
-        self._tags = {
-            path: report_as(election, "leader_election_group")  # the group's, as one recipe
-            for path, election in self.elections.items()
-        }
+        self._tags = {path: leader_tags(client, GROUP_KIND, path, participant_id) for path in paths}
         self._balance = balance
         self._settle = check_seconds(settle, "settle")
         self._recount = check_seconds(recount, "recount")

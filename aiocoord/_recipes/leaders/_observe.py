@@ -1,5 +1,5 @@
 """Following who leads an election without taking part: LeaderObserver, and the
-stream behind every ``observe()``.
+stream behind every ``leader_changes()``.
 
 An observer creates no node. It keeps one persistent recursive watch on the
 election node, which reports participants joining and leaving, a leader's
@@ -36,7 +36,7 @@ from .._kit._follow import follow_subtree
 from .._kit._participants import Participant
 from ._common import leader_from, read_queue
 
-__all__ = ["LeaderObserver", "count_as", "observe", "read_leader", "wait_next_leader"]
+__all__ = ["LeaderObserver", "observe", "read_leader", "wait_next_leader"]
 
 
 async def read_leader(client: Client, path: str) -> Participant | None:
@@ -65,7 +65,7 @@ async def read_leader(client: Client, path: str) -> Participant | None:
 def observe(
     client: Client, path: str, tags: _telemetry.Tags | None = None
 ) -> ChangeStream[Participant | None]:
-    """The stream behind every ``observe()``: see :meth:`LeaderObserver.observe`.
+    """The stream behind every ``leader_changes()``: see :meth:`LeaderObserver.changes`.
 
     With ``tags`` (a user's stream, not a hand-over's own wait) each change
     after the first value counts in ``aiocoord.leader.changes``.
@@ -98,7 +98,7 @@ class LeaderObserver:
 
     Works for :class:`~aiocoord.LeaderLatch` and :class:`~aiocoord.LeaderElection`
     paths, and for Curator's LeaderLatch and LeaderSelector (whose node data is
-    the participant id). Creates no node: an :meth:`observe` stream costs one
+    the participant id). Creates no node: a :meth:`changes` stream costs one
     persistent watch, and :meth:`leader` two reads. Constructing it does no I/O;
     there is nothing to start or close.
     """
@@ -121,9 +121,9 @@ class LeaderObserver:
         None if nobody leads, or leadership is being handed over."""
         return await read_leader(self._client, self.path)
 
-    def observe(self) -> ChangeStream[Participant | None]:
+    def changes(self) -> ChangeStream[Participant | None]:
         """The leader now, then again each time it changes (``async for leader in
-        observer.observe()``).
+        observer.changes()``).
 
         Yields on a new leader, on "no leader" (None: nobody takes part, or a
         hand-over is under way), and when the leader proclaims new data (a
@@ -138,7 +138,7 @@ class LeaderObserver:
         return observe(self._client, self.path, self._tags)
 
     def add_listener(self, callback: Callable[[Participant | None], object]) -> None:
-        """Call ``callback(leader)`` as :meth:`observe` yields, from a task of the
+        """Call ``callback(leader)`` as :meth:`changes` yields, from a task of the
         client (a callback must not block; its errors are logged), until removed."""
         self._listeners.add_listener(callback, self.path)
         if self._follower is None or self._follower.done():
@@ -154,15 +154,9 @@ class LeaderObserver:
             self._follower = None
 
     async def _follow(self) -> None:
-        async with self.observe() as changes:
+        async with self.changes() as changes:
             async for leader in changes:
                 self._listeners.publish(leader)
-
-
-def count_as(observer: LeaderObserver, tags: _telemetry.Tags) -> None:
-    """Count ``observer``'s changes under ``tags`` (a recipe's observer, for its
-    listeners, reports as that recipe)."""
-    observer._tags = tags
 
 
 async def wait_next_leader(client: Client, path: str, timeout: float | None) -> Participant:

@@ -1,8 +1,10 @@
-"""What LeaderLatch and LeaderElection share, once: the constructor's checks,
-the queue they join, who is there and who leads, and what a leader does
-beyond leading (proclaim, its fence, the first half of a hand-over, the
-priority watch), and its telemetry: the campaign span, the term as a hold
-(``aiocoord.leader.term``), the terms-held gauge. Each recipe keeps what
+"""What LeaderLatch and LeaderElection share, once: the constructor and its
+checks, the queue they join, who is there and who leads, the leadership
+stream and its listeners, and what a leader does beyond leading (proclaim,
+its fence and token, the first half of a hand-over, the priority watch), and
+its telemetry: the campaign span, the term as a hold (``aiocoord.leader.term``),
+the terms-held gauge. :class:`Candidacy` is the participant; ``_leaders.Leading``
+is the public face both recipes inherit from it. Each recipe keeps what
 differs: what a term is, how one starts and how one ends."""
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from ._common import (
 )
 from ._observe import observe, wait_next_leader
 
-__all__ = ["TAKEN_OVER", "Candidacy", "GivenUp"]
+__all__ = ["TAKEN_OVER", "Candidacy", "GivenUp", "leader_tags"]
 
 log = logging.getLogger("aiocoord")
 
@@ -96,22 +98,15 @@ class Candidacy:
             f"leadership of {path!r}",
             span_name="aiocoord.leader.term",
         )
-        self.tags = self.relabel(kind)
+        self.kind = kind
+        """The recipe's telemetry label (a group's elections report as the group)."""
+        self.tags = leader_tags(client, kind, path, self.participant_id)
+        self.monitor.tags = self.tags
         self._counted: dict[Hold, dict[str, object]] = {}
         """Terms counted in ``aiocoord.leader.terms.held`` (telemetry on), with the
         attributes they were counted under."""
 
     # --- telemetry --------------------------------------------------------------------------
-
-    def relabel(self, kind: str) -> _telemetry.Tags:
-        """Report as recipe ``kind`` (a group's elections report as the group):
-        the tags of every span and metric from here on, and of each term's hold."""
-        client = self.client
-        tags = _telemetry.recipe_tags(client.telemetry, kind, self.path, client.namespace)
-        attributes = {**tags.span_attributes, "aiocoord.participant_id": self.participant_id}
-        self.tags = _telemetry.Tags(tags.kind, tags.path, attributes, tags.metric_attributes)
-        self.monitor.tags = self.tags
-        return self.tags
 
     def span(self, name: str) -> _telemetry.SpanScope:
         """A span of one leader operation (resign, hand-over, proclaim)."""
@@ -212,7 +207,7 @@ class Candidacy:
         found = await self.participants()
         return found[0] if found else None
 
-    def observe(self) -> ChangeStream[Participant | None]:
+    def leader_changes(self) -> ChangeStream[Participant | None]:
         return observe(self.client, self.path, self.tags)
 
     async def proclaim(self, node: str, data: bytes) -> None:
@@ -236,3 +231,11 @@ class Candidacy:
         to, to_id = found
         log.info("%s %r: priority take-over by %r", self.what, self.path, to_id)
         return to, f"priority take-over by {to_id!r}"
+
+
+def leader_tags(client: Client, kind: str, path: str, participant_id: str) -> _telemetry.Tags:
+    """The telemetry labels of participant ``participant_id`` of the election at
+    ``path``, reported as recipe ``kind``."""
+    tags = _telemetry.recipe_tags(client.telemetry, kind, path, client.namespace)
+    attributes = {**tags.span_attributes, "aiocoord.participant_id": participant_id}
+    return _telemetry.Tags(tags.kind, tags.path, attributes, tags.metric_attributes)

@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 
 from ... import _paths, _telemetry
-from ..._checks import check_flag, check_recipe_acl, check_text, check_ttl_ms
+from ..._checks import check_flag, check_recipe_acl, check_text, check_timeout, check_ttl_ms
 from ..._exceptions import (
     BadVersionError,
     CoordinationError,
@@ -51,7 +51,7 @@ from ..._types import ACL, Codec, Stat
 from .._kit._args import generated_participant_id, recipe_path
 from .._kit._children import read_children
 from .._kit._contenders import sort_contenders
-from .._kit._holding import Hold, HoldContext
+from .._kit._holding import Hold, HoldContext, end_record, start_record
 
 __all__ = ["Lease"]
 
@@ -130,8 +130,8 @@ class Lease:
         self._changed = asyncio.Event()
         """Set when the lease is taken, renewed, lost or released."""
         self._tags = _telemetry.recipe_tags(client.telemetry, "lease", path, client.namespace)
-        self._record: _telemetry.HoldRecord | None = None
-        """The hold's span and timer while held (telemetry on)."""
+        self._recorded: Hold | None = None
+        """The hold whose telemetry record (span and timer) runs while held."""
 
     def __repr__(self) -> str:
         return f"<Lease {self.path!r} id={self.participant_id!r} held={self.is_held}>"
@@ -166,7 +166,9 @@ class Lease:
             op.outcome("acquired" if won else "busy")
             if won:
                 op.set("aiocoord.fencing_token", self._czxid)
-                self._record = _telemetry.start_hold(
+                self._recorded = hold = Hold()
+                start_record(
+                    hold,
                     "aiocoord.lock.hold",
                     self._tags,
                     token=self._czxid,
@@ -175,11 +177,11 @@ class Lease:
         return won
 
     def _end_record(self, outcome: str) -> None:
-        record, self._record = self._record, None
-        if record is not None:
-            if outcome == "lost":
-                record.lost("the lease lapsed")
-            record.end(outcome)
+        hold, self._recorded = self._recorded, None
+        if hold is not None:
+            if outcome == "lost" and hold.record is not None:
+                hold.record.lost("the lease lapsed")
+            end_record(hold, outcome)
 
     async def _try_acquire(self) -> bool:
         own = OwnNode(
@@ -287,17 +289,22 @@ class Lease:
         once the node is removed: see :meth:`fence`)."""
         return self._client.transaction().guard(self.fence())
 
-    async def wait_lost(self) -> None:
-        """Wait until the lease is no longer held: released, or lapsed unrenewed.
+    async def wait_lost(self, *, timeout: float | None = None) -> bool:
+        """Wait until the lease is no longer held (released, or lapsed unrenewed):
+        True; False if ``timeout`` passed first.
 
         Renewals push the moment back. NotOwnerError if it is not held now.
         """
+        seconds = check_timeout(timeout, path=self.path)
         if not self.is_held:
             raise NotOwnerError(f"lease {self.path!r} is not held")
-        while self.is_held:
-            self._changed.clear()
-            with anyio.move_on_after(self._valid_until - time.monotonic()):
-                await self._changed.wait()
+        with anyio.move_on_after(seconds):
+            while self.is_held:
+                self._changed.clear()
+                with anyio.move_on_after(self._valid_until - time.monotonic()):
+                    await self._changed.wait()
+            return True
+        return False
 
     def hold(self, *, cancel_on_loss: bool = True, keep_alive: bool = True) -> HoldContext[Lease]:
         """``async with lease.hold():`` take the lease (LeaseHeldError if another

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
@@ -10,19 +12,34 @@ import anyio
 
 from ... import _telemetry
 from ..._checks import check_timeout
-from ..._exceptions import ArgumentTypeError, InvalidArgumentError, NotOwnerError
-from ..._session import Fence
-from .._kit._holding import acquiring_task, task_owned_acquire
+from ..._exceptions import (
+    ArgumentTypeError,
+    HoldLostError,
+    InvalidArgumentError,
+    LockLostError,
+    NotOwnerError,
+)
+from ..._session import Fence, Transaction
+from .._kit._holding import (
+    Hold,
+    HoldContext,
+    LockHolding,
+    acquiring_task,
+    end_record,
+    start_record,
+    task_owned_acquire,
+    wait_lost_within,
+)
 from .._kit._waits import Deadline
 
 __all__ = ["Lockable", "MultiLock"]
 
-_LOCKABLE = ("acquire", "release", "fence")
+_LOCKABLE = ("acquire", "release", "fence", "wait_lost", "transaction")
 
 
 class Lockable(Protocol):
-    """Anything with ``acquire(*, timeout) -> bool``, ``release()`` and ``fence()``:
-    every lock here."""
+    """What MultiLock needs of the locks it takes: every lock here (``Mutex``, both
+    ``ReadWriteLock`` sides, ``SemaphoreMutex``, and ``MultiLock`` itself)."""
 
     async def acquire(self, *, timeout: float | None = None) -> bool:
         """Wait for the lock; False if ``timeout`` seconds passed first (``0``: try once)."""
@@ -33,12 +50,24 @@ class Lockable(Protocol):
     def fence(self) -> Fence:
         """The calling task's proof of holding, for a transaction to require."""
 
+    @property
+    def fencing_token(self) -> int | tuple[int, ...]:
+        """The calling task's grant's number, for stores outside ZooKeeper."""
+
+    def transaction(self) -> Transaction:
+        """A transaction guarded by :meth:`fence`."""
+
+    async def wait_lost(self, *, timeout: float | None = None) -> bool:
+        """Wait until the hold is lost: True; False if ``timeout`` passed first."""
+
 
 class _Taken(NamedTuple):
-    """One acquire() not yet released: the locks it took, and its hold's span."""
+    """One acquire() not yet released: the locks it took, its hold (lost when any
+    of theirs is), and the task that watches them."""
 
     locks: list[Lockable]
-    record: _telemetry.HoldRecord | None
+    hold: Hold
+    watcher: asyncio.Task[None]
 
 
 class MultiLock:
@@ -52,6 +81,14 @@ class MultiLock:
     Acquisitions nest like the locks they take: each ``release()`` undoes the
     calling task's latest ``acquire()``, so reentrant locks are released as
     many times as they were taken.
+
+    A MultiLock is a holder like its locks (and may be one of another
+    MultiLock's locks): its hold is lost as soon as any of its locks' is;
+    :meth:`fence` guards a transaction by all of them; :attr:`fencing_token`
+    is the tuple of their tokens, in order. Its locks' losses are watched from
+    a task of its own, so each lock's ``wait_lost()`` must find the one hold
+    to wait on (see ``Mutex.wait_lost``): a read lock that other tasks hold
+    through the same object cannot be watched, and counts as lost.
     """
 
     def __init__(self, locks: Sequence[Lockable]) -> None:
@@ -103,8 +140,11 @@ class MultiLock:
                     await _release_all(taken, suppress=True)
                 raise
             op.outcome("acquired")
-        record = _telemetry.start_hold("aiocoord.multilock.hold", self._tags)
-        self._taken.setdefault(asyncio.current_task(), []).append(_Taken(taken, record))
+        hold = Hold()
+        hold.subject = f"multi-lock {self._tags.path}"
+        start_record(hold, "aiocoord.multilock.hold", self._tags)
+        watcher = asyncio.create_task(_watch(taken, hold), name="aiocoord-multilock-watch")
+        self._taken.setdefault(asyncio.current_task(), []).append(_Taken(taken, hold, watcher))
         return True
 
     @task_owned_acquire
@@ -124,24 +164,91 @@ class MultiLock:
         taken = stack.pop()
         if not stack:
             del self._taken[task]
+        taken.watcher.cancel()
         try:
             await _release_all(taken.locks)
         finally:
-            if taken.record is not None:
-                taken.record.end("released")
+            with anyio.CancelScope(shield=True):
+                with contextlib.suppress(asyncio.CancelledError):
+                    await taken.watcher
+            end_record(taken.hold)
+
+    def _latest(self) -> _Taken | None:
+        """The calling task's latest acquire not yet released."""
+        stack = self._taken.get(asyncio.current_task())
+        return stack[-1] if stack else None
+
+    def _held(self) -> _Taken:
+        taken = self._latest()
+        if taken is None:
+            raise NotOwnerError("this MultiLock is not held by the calling task")
+        if taken.hold.lost:
+            raise LockLostError(self._tags.path, taken.hold.reason)
+        return taken
 
     @property
     def is_held(self) -> bool:
-        """Whether the calling task holds every lock (through an acquire not yet released)."""
-        return bool(self._taken.get(asyncio.current_task()))
+        """Whether the calling task holds every lock (through an acquire not yet
+        released) and none of them is lost."""
+        taken = self._latest()
+        return taken is not None and not taken.hold.lost
 
-    def fences(self) -> list[Fence]:
-        """One fence per lock the calling task holds: ``txn.guard(*multi.fences())``
-        applies only while it still holds all of them. NotOwnerError if it holds none."""
-        stack = self._taken.get(asyncio.current_task())
-        if not stack:
-            raise NotOwnerError("this MultiLock is not held by the calling task")
-        return [lock.fence() for lock in stack[-1].locks]
+    async def wait_lost(self, *, timeout: float | None = None) -> bool:
+        """Wait until the calling task's hold is lost (any of its locks' is): True;
+        False if ``timeout`` passed first.
+
+        As a Mutex's: the hold is looked up when the wait starts, and a task that
+        holds nothing through this object waits on the object's one hold, so a
+        holder may hand the wait to a task of its own. NotOwnerError if there is
+        no hold to wait on, or several and the caller holds none of them.
+        """
+        taken = self._latest()
+        if taken is None:
+            holders = [stack[-1] for stack in self._taken.values() if stack]
+            if len(holders) != 1:
+                raise NotOwnerError("this MultiLock is not held by the calling task")
+            (taken,) = holders
+        return await wait_lost_within(taken.hold, timeout, self._tags.path)
+
+    def fence(self) -> Fence:
+        """The guard of every lock the calling task holds: ``txn.guard(multi.fence())``
+        applies only while it still holds all of them (else a failed lock's
+        ``LockLostError``). NotOwnerError if it holds none."""
+        fences = [lock.fence() for lock in self._held().locks]
+        first, *rest = fences
+        return dataclasses.replace(first, also=(*first.also, *rest))
+
+    @property
+    def fencing_token(self) -> tuple[int, ...]:
+        """The calling task's locks' fencing tokens, in order (a nested MultiLock's
+        flattened in its place): compare each with its own resource's last."""
+        tokens: list[int] = []
+        for lock in self._held().locks:
+            token = lock.fencing_token
+            tokens.extend(token if isinstance(token, tuple) else (token,))
+        return tuple(tokens)
+
+    def transaction(self) -> Transaction:
+        """A transaction (on the first lock's client) that applies only while the
+        calling task holds every lock: guarded by :meth:`fence`."""
+        locks = self._held().locks
+        return locks[0].transaction().guard(*(lock.fence() for lock in locks[1:]))
+
+    def hold(
+        self, *, cancel_on_loss: bool = True, timeout: float | None = None
+    ) -> HoldContext[None]:
+        """``async with multi.hold():`` take every lock, run the block, release them;
+        with ``cancel_on_loss`` the block is cancelled when any lock is lost, and
+        leaving it then raises LockLostError. OperationTimeoutError if ``timeout``
+        passes first."""
+        holding = LockHolding(
+            self._tags.path,
+            check_timeout(timeout),
+            acquire=self.acquire,
+            release=self.release,
+            caller_hold=lambda: taken.hold if (taken := self._latest()) else None,
+        )
+        return HoldContext(holding, cancel_on_loss=cancel_on_loss)
 
     async def __aenter__(self) -> MultiLock:
         await self.acquire()
@@ -155,6 +262,25 @@ class MultiLock:
         locks = getattr(self, "_locks", [])
         taken = getattr(self, "_taken", {})
         return f"<MultiLock {[_name_of(lock) for lock in locks]!r} held={bool(taken)}>"
+
+
+async def _watch(locks: Sequence[Lockable], hold: Hold) -> None:
+    """Mark ``hold`` lost once any of ``locks`` is lost (or cannot be watched)."""
+
+    async def one(lock: Lockable) -> None:
+        try:
+            await lock.wait_lost()
+            reason = f"{_name_of(lock)} was lost"
+        except HoldLostError as error:
+            reason = str(error)
+        except Exception as error:  # cannot tell: count it lost, never held unseen
+            reason = f"watching {_name_of(lock)} failed: {error!r}"
+        hold.mark_lost(reason)
+        group.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as group:
+        for lock in locks:
+            group.start_soon(one, lock)
 
 
 def _name_of(lock: object) -> str:

@@ -56,14 +56,15 @@ from .._kit._holding import (
     current_task,
     not_owner,
     task_owned_acquire,
+    wait_lost_within,
 )
 from .._kit._participants import Participant
 from ._handoff import MAX_LOCAL_GRANTS, LocalQueue, LockOwner, fencing_token
 
 __all__ = [
     "Mutex",
+    "QuietMutex",
     "ReadWriteLock",
-    "quiet_mutex",
 ]
 
 log = logging.getLogger("aiocoord")
@@ -480,9 +481,9 @@ class Mutex:
         hold = self._caller_hold_or_raise()
         return fencing_token(hold.contender.czxid, hold.grant)
 
-    async def wait_lost(self) -> None:
+    async def wait_lost(self, *, timeout: float | None = None) -> bool:
         """Wait until the calling task's hold is lost (at once if it already is; a
-        release is no loss).
+        release is no loss): True; False if ``timeout`` passed first.
 
         The hold is looked up when the wait starts, in the task that awaits it.
         A task that holds nothing through this object waits on the object's one
@@ -491,7 +492,7 @@ class Mutex:
         started while it holds). NotOwnerError if there is no hold to wait on,
         or several (readers) and the caller holds none of them.
         """
-        await self._hold_to_watch().wait_lost()
+        return await wait_lost_within(self._hold_to_watch(), timeout, self.path)
 
     @property
     def revoke_requested(self) -> bool:
@@ -675,13 +676,19 @@ class ReadWriteLock:
         return await self.write_lock.participants()
 
 
-def quiet_mutex(
-    client: Client, path: str, *, data: bytes | None = None, acl: Sequence[ACL] | None = None
-) -> Mutex:
+class QuietMutex(Mutex):
     """A Mutex that a recipe uses inside itself (a semaphore's queue, a counter's
     promoted lock): it reports no telemetry of its own, so nothing is emitted
     for a recipe the user did not make; the outer recipe's spans cover it."""
-    lock = Mutex(client, path, data=data, acl=acl)
-    lock._tags = None
-    lock._monitor.tags = None
-    return lock
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        data: bytes | None = None,
+        acl: Sequence[ACL] | None = None,
+    ) -> None:
+        super().__init__(client, path, data=data, acl=acl)
+        self._tags = None
+        self._monitor.tags = None

@@ -41,10 +41,17 @@ from ..._types import ACL
 from .._kit._args import default_node_data, recipe_path
 from .._kit._children import read_children
 from .._kit._contenders import sort_contenders
-from .._kit._holding import Hold, HoldContext, LockHolding, LossMonitor, current_task
+from .._kit._holding import (
+    Hold,
+    HoldContext,
+    LockHolding,
+    LossMonitor,
+    current_task,
+    wait_lost_within,
+)
 from .._kit._participants import Participant
 from .._kit._waits import Deadline
-from ._mutex import quiet_mutex
+from ._mutex import QuietMutex
 
 __all__ = ["Semaphore", "SemaphoreLease", "SemaphoreMutex"]
 
@@ -79,12 +86,12 @@ class SemaphoreLease(Hold):
         if self.lost:
             raise LockLostError(self._semaphore.path, self.reason)
 
-    async def wait_lost(self) -> None:
+    async def wait_lost(self, *, timeout: float | None = None) -> bool:
         """Wait until the lease is lost (at once if it already is; a release is no
-        loss). NotOwnerError once released."""
+        loss): True; False if ``timeout`` passed first. NotOwnerError once released."""
         if self.released:
             raise NotOwnerError(f"the lease {self.node!r} was released")
-        await super().wait_lost()
+        return await wait_lost_within(self, timeout, self._semaphore.path)
 
     def fence(self) -> Fence:
         """Proof of holding this lease, for a transaction to require (its node exists).
@@ -189,7 +196,7 @@ class Semaphore:
         error_policy = check_error_policy(error_policy, path)
         self._leases_path = f"{path}/{_LEASES}"
         # Orders the waiters; part of this recipe, so it reports nothing of its own.
-        self._mutex = quiet_mutex(client, f"{path}/{_LOCKS}", data=self._data, acl=self._acl)
+        self._mutex = QuietMutex(client, f"{path}/{_LOCKS}", data=self._data, acl=self._acl)
         self._tags = _telemetry.recipe_tags(client.telemetry, "semaphore", path, client.namespace)
         self._monitor = LossMonitor(
             client,
@@ -207,10 +214,10 @@ class Semaphore:
         """Wait for ``n`` leases; OperationTimeoutError if ``timeout`` passed first
         (nothing is kept then).
 
-        ``timeout=0`` looks once and never waits (:meth:`try_acquire` answers
-        None instead of raising). Leases are taken one at a time; if anything
-        fails part-way, the ones already taken are released before the error
-        propagates.
+        ``timeout=0`` looks once and never waits. (There is no ``try_acquire``:
+        a ``try_`` method answers a bool, and this answer is leases.) Leases are
+        taken one at a time; if anything fails part-way, the ones already taken
+        are released before the error propagates.
         """
         leases = await self._acquire(n, timeout)
         if leases is None:
@@ -243,10 +250,6 @@ class Semaphore:
             op.outcome("acquired")
             op.set("aiocoord.fencing_token", leases[-1]._czxid)
         return leases
-
-    async def try_acquire(self, n: int = 1) -> list[SemaphoreLease] | None:
-        """Take ``n`` leases if they are free now; None (and nothing kept) if not."""
-        return await self._acquire(n, 0)
 
     async def _acquire_one(self, deadline: Deadline) -> SemaphoreLease | None:
         while True:
@@ -457,14 +460,15 @@ class SemaphoreMutex:
         ``commit()`` applies nothing and raises LockLostError."""
         return self._caller_lease_or_raise().transaction()
 
-    async def wait_lost(self) -> None:
-        """Wait until the held lease is lost (NotOwnerError if not held).
+    async def wait_lost(self, *, timeout: float | None = None) -> bool:
+        """Wait until the held lease is lost: True; False if ``timeout`` passed
+        first (NotOwnerError if not held).
 
         The lease is looked up when the wait starts, in the awaiting task: its
         own lease, or else the one this object holds, so a holder may hand the
         wait to a task of its own (as :meth:`Mutex.wait_lost`).
         """
-        await self._caller_lease_or_raise().wait_lost()
+        return await self._caller_lease_or_raise().wait_lost(timeout=timeout)
 
     def hold(self, *, cancel_on_loss: bool = True, timeout: float | None = None) -> HoldContext:
         """``async with lock.hold():`` run a block that is cancelled if the lock is lost

@@ -241,9 +241,14 @@ def skip_after_loss(losses: int, remaining: int, rng: random.Random) -> int:
 class ItemCodec(Protocol[T]):
     """What a queue needs of a codec: :class:`~aiocoord.Codec` or any object alike."""
 
-    def encode(self, value: T) -> bytes: ...
+    def encode(self, value: T) -> bytes:
+        """The bytes an item is stored as."""
+        ...
 
-    def decode(self, data: bytes, path: str) -> T: ...
+    def decode(self, data: bytes, path: str) -> T:
+        """The item stored as ``data`` in node ``path`` (raise to refuse it: the
+        queue reports a CorruptValueError naming the node)."""
+        ...
 
 
 def decode_item(codec: ItemCodec[T], data: bytes, path: str) -> T:

@@ -10,7 +10,7 @@ from typing_extensions import TypeVar
 
 from ..._exceptions import HoldLostError, NotOwnerError, TakeLostError
 from ..._session import Fence, Transaction, run_cleanup
-from .._kit._holding import Hold, HoldContext
+from .._kit._holding import Hold, HoldContext, wait_lost_within
 from ._consume import Consumer
 from ._cursor import Got
 
@@ -117,13 +117,13 @@ class QueueTake(HoldContext[T]):
             raise TakeLostError(got.path, hold.reason)
         return got
 
-    async def wait_lost(self) -> None:
-        """Wait until the take loses its item (at once if it already has;
-        NotOwnerError outside the block)."""
+    async def wait_lost(self, *, timeout: float | None = None) -> bool:
+        """Wait until the take loses its item (at once if it already has): True;
+        False if ``timeout`` passed first. NotOwnerError outside the block."""
         hold = self._taking.hold
         if self._taking.got is None or hold is None:
             raise NotOwnerError(f"this take from {self._taking.path!r} holds no item")
-        await hold.wait_lost()
+        return await wait_lost_within(hold, timeout, self._taking.path)
 
     def fence(self) -> Fence:
         """Proof of holding the item, for any transaction to require: it applies only
