@@ -66,8 +66,8 @@ from ._exceptions import TTLNodesDisabledError as TTLNodesDisabledError
 from ._exceptions import UnimplementedError as UnimplementedError
 from ._exceptions import UnsupportedEventLoopError as UnsupportedEventLoopError
 from ._exceptions import ZooKeeperError as ZooKeeperError
-from ._recipes._kit._holding import HoldContext as HoldContext
-from ._recipes._kit._participants import Participant as Participant
+from ._recipes._kit import HoldContext as HoldContext
+from ._recipes._kit import Participant as Participant
 from ._recipes.barriers import Barrier as Barrier
 from ._recipes.barriers import DoubleBarrier as DoubleBarrier
 from ._recipes.barriers import DoubleBarrierEntry as DoubleBarrierEntry

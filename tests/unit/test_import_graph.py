@@ -145,6 +145,52 @@ def test_a_family_uses_only_the_kit_and_the_session(name: str) -> None:
     assert reach == set()
 
 
+KIT = "aiocoord._recipes._kit"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if _family(n) not in {None, "_kit"}))
+def test_a_family_reaches_the_kit_only_through_its_face(name: str) -> None:
+    """``from .._kit import X``: the kit's ``__init__`` says what families may use."""
+    assert {m for m in GRAPH[name] if m.startswith(KIT + ".")} == set()
+
+
+def test_the_kit_face_exports_only_its_own_modules_names() -> None:
+    face = ast.parse(MODULES[KIT].read_text())
+    defined = [
+        node.name
+        for node in face.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    ]
+    assert defined == []  # a face re-exports; the pieces live in the kit's modules
+    assert GRAPH[KIT] <= {m for m in MODULES if m.startswith(KIT + ".")}
+
+
+LAYERS = {"_session", "_recipes", "testing", "_cli"}
+BASE_MODULES = sorted(
+    n for n in MODULES if n.count(".") == 1 and _layer(n) not in LAYERS | {"__main__"}
+)
+"""The top-level private modules (errors, types, paths, checks, telemetry, processes):
+what every layer may use, so they use no layer."""
+
+
+def test_the_scan_sees_the_base_modules() -> None:
+    assert {"aiocoord._exceptions", "aiocoord._types", "aiocoord._paths"} <= set(BASE_MODULES)
+
+
+@pytest.mark.parametrize("name", BASE_MODULES)
+def test_a_base_module_imports_no_layer(name: str) -> None:
+    assert {m for m in GRAPH[name] if _layer(m) in LAYERS | {""}} == set()
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if _layer(n) == "_cli"))
+def test_the_command_line_uses_the_public_api(name: str) -> None:
+    """Layer 4: ``aiocoord`` and ``aiocoord.testing`` as a user has them (and the
+    base modules' process helper), never a layer's private modules."""
+    allowed = {"aiocoord", "aiocoord.testing", "aiocoord._process"}
+    reach = {m for m in GRAPH[name] if _layer(m) != "_cli" and m not in allowed}
+    assert reach == set()
+
+
 @pytest.mark.parametrize("name", sorted(n for n in MODULES if _family(n) == "_kit"))
 def test_the_kit_uses_no_family(name: str) -> None:
     assert {m for m in GRAPH[name] if _family(m) not in {None, "_kit"}} == set()

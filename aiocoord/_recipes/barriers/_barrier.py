@@ -55,8 +55,7 @@ from ..._session import (
     run_cleanup,
 )
 from ..._types import ACL, EventType, Stat
-from .._kit._args import default_node_data, recipe_path
-from .._kit._waits import Deadline, wait_gone
+from .._kit import Deadline, default_node_data, recipe_path, wait_gone
 
 __all__ = [
     "READY_NODE",

@@ -57,10 +57,7 @@ from ..._session import (
     run_cleanup,
 )
 from ..._types import EventType, Stat, WatchEvent
-from .._kit._feed import Feed
-from .._kit._holding import Hold, end_record, start_record
-from .._kit._lifecycle import Lifecycle, Phase, Resource
-from .._kit._waits import Reconnects
+from .._kit import Feed, Hold, Lifecycle, Phase, Reconnects, Resource, end_record, start_record
 
 __all__ = [
     "CacheEvent",

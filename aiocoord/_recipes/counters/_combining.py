@@ -57,7 +57,7 @@ from ..._session import (
     retry_on_connection_loss,
 )
 from ..._types import ACL, Codec, Stat
-from .._kit._waits import wait_change
+from .._kit import wait_change
 from ._arith import Entry, grant_all
 
 QUEUE_NAME = "combining"

@@ -48,7 +48,7 @@ from ..._exceptions import (
 )
 from ..._session import Client, ExponentialBackoff, RetryNTimes, RetryPolicy
 from ..._types import ACL, Codec, Stat
-from .._kit._args import recipe_path
+from .._kit import recipe_path
 from ..locks._mutex import Mutex
 from ._adds import AddQueue, AddRequest, AtomicFailure, AtomicStats, AtomicValue
 from ._arith import LONG_MAX, LONG_MIN, Denied, Entry, Grant, bounded, grant_all

@@ -80,7 +80,7 @@ from ..._exceptions import (
 )
 from ..._session import Client, ExponentialBackoff, RetryPolicy, Transaction
 from ..._types import ACL, Stat
-from .._kit._args import recipe_path
+from .._kit import recipe_path
 from ._adds import AddQueue, AddRequest, AtomicFailure, AtomicStats, AtomicValue
 from ._arith import LONG_MAX, LONG_MIN
 

@@ -27,9 +27,7 @@ from ..._exceptions import (
 )
 from ..._session import Broadcast, ChangeStream, Client, Watch, run_cleanup, track_sends
 from ..._types import ACL, Codec, Stat
-from .._kit._args import recipe_path
-from .._kit._lifecycle import Lifecycle, Resource
-from .._kit._waits import Reconnects
+from .._kit import Lifecycle, Reconnects, Resource, recipe_path
 
 __all__ = ["SharedCount", "VersionedValue"]
 

@@ -25,8 +25,7 @@ from ... import _paths, _telemetry
 from ..._checks import check_int
 from ..._exceptions import ClientClosedError, CorruptValueError
 from ..._session import ChangeStream, Client, check_client
-from .._kit._feed import Feed
-from .._kit._lifecycle import Lifecycle, Phase, Resource
+from .._kit import Feed, Lifecycle, Phase, Resource
 from ..caches import CacheEvent, CacheEventType, KeptChildrenCache
 from ._instance import ServiceInstance, check_node_name
 

@@ -43,9 +43,7 @@ from ..._session import (
     run_cleanup,
 )
 from ..._types import ACL
-from .._kit._children import read_children
-from .._kit._kept import Foreign, KeptNode, KeptState
-from .._kit._lifecycle import Lifecycle, Resource
+from .._kit import Foreign, KeptNode, KeptState, Lifecycle, Resource, read_children
 from ._cache import DEFAULT_MAX_BUFFER, ProviderCache, ServiceCache
 from ._instance import ServiceInstance, ServiceType, check_node_name
 from ._provider import DEFAULT_DOWN_TIMEOUT, DEFAULT_ERROR_THRESHOLD, ServiceProvider

@@ -20,9 +20,7 @@ import anyio
 from ... import _telemetry
 from ..._checks import check_int, check_seconds, check_timeout
 from ..._exceptions import ArgumentTypeError, OperationTimeoutError
-from .._kit._lifecycle import Lifecycle, Phase, Resource
-from .._kit._pulse import Pulse
-from .._kit._waits import Deadline
+from .._kit import Deadline, Lifecycle, Phase, Pulse, Resource
 from ._cache import ServiceCache, ServiceCacheEvent, provider_tags
 from ._instance import ServiceInstance
 from ._strategies import Chooser, DownInstances, Key, ProviderStrategy, candidates_of, key_of

@@ -35,12 +35,20 @@ from ..._session import (
     check_error_policy,
 )
 from ..._types import ACL, WatchEvent
-from .._kit._args import generated_participant_id, recipe_path
-from .._kit._children import read_children
-from .._kit._follow import Rereads, follow_subtree
-from .._kit._kept import Foreign, KeptNode, KeptState
-from .._kit._lifecycle import Lifecycle, Phase, Resource
-from .._kit._participants import Participant
+from .._kit import (
+    Foreign,
+    KeptNode,
+    KeptState,
+    Lifecycle,
+    Participant,
+    Phase,
+    Rereads,
+    Resource,
+    follow_subtree,
+    generated_participant_id,
+    read_children,
+    recipe_path,
+)
 
 __all__ = ["GroupMember"]
 

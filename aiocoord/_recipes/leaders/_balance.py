@@ -42,7 +42,7 @@ from ..._exceptions import (
 )
 from ..._session import Client, ErrorPolicy
 from ..._types import ACL
-from .._kit._args import generated_participant_id
+from .._kit import generated_participant_id
 from ._common import Record, contenders, designated, leader_from
 from ._leaders import GROUP_KIND, GroupElection
 from ._participant import leader_tags

@@ -47,12 +47,16 @@ from ..._exceptions import (
     SessionExpiredError,
 )
 from ..._session import Client, ErrorPolicy, check_error_policy, retry_on_connection_loss
-from .._kit._args import generated_participant_id, recipe_path
-from .._kit._children import read_children
-from .._kit._contenders import LOCK_NAME, sequence_key
-from .._kit._holding import Hold
-from .._kit._participants import Participant
-from .._kit._waits import wait_gone
+from .._kit import (
+    LOCK_NAME,
+    Hold,
+    Participant,
+    generated_participant_id,
+    read_children,
+    recipe_path,
+    sequence_key,
+    wait_gone,
+)
 
 __all__ = [
     "LATCH_NAME",

@@ -34,11 +34,19 @@ from ..._exceptions import (
 )
 from ..._session import Broadcast, ChangeStream, Client, ErrorPolicy, Fence, Transaction
 from ..._types import ACL
-from .._kit._contenders import LOCK_NAME, Contender
-from .._kit._holding import Hold, HoldContext, native_cancel_pending, wait_lost_within
-from .._kit._lifecycle import Lifecycle, Phase, Resource
-from .._kit._participants import Participant
-from .._kit._waits import Deadline
+from .._kit import (
+    LOCK_NAME,
+    Contender,
+    Deadline,
+    Hold,
+    HoldContext,
+    Lifecycle,
+    Participant,
+    Phase,
+    Resource,
+    native_cancel_pending,
+    wait_lost_within,
+)
 from ._common import LATCH_NAME, end_term, give_up, gives_way, node_gone, settle, stop
 from ._participant import TAKEN_OVER, Candidacy, GivenUp
 

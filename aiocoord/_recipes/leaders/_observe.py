@@ -31,9 +31,7 @@ from ..._session import (
     Client,
     retry_on_connection_loss,
 )
-from .._kit._args import recipe_path
-from .._kit._follow import follow_subtree
-from .._kit._participants import Participant
+from .._kit import Participant, follow_subtree, recipe_path
 from ._common import leader_from, read_queue
 
 __all__ = ["LeaderObserver", "observe", "read_leader", "wait_next_leader"]

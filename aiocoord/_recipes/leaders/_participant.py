@@ -19,9 +19,7 @@ from ..._checks import check_bytes, check_recipe_acl
 from ..._exceptions import LeadershipLostError, OperationTimeoutError
 from ..._session import ChangeStream, Client, ErrorPolicy, Fence, Transaction
 from ..._types import ACL
-from .._kit._contenders import Contender, mutex_rule
-from .._kit._holding import Hold, LossMonitor
-from .._kit._participants import Participant
+from .._kit import Contender, Hold, LossMonitor, Participant, mutex_rule
 from ._common import (
     Record,
     check_arguments,

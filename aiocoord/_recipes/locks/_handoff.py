@@ -27,8 +27,7 @@ import anyio
 
 from ..._exceptions import ClientClosedError
 from ..._session import Client, run_cleanup
-from .._kit._contenders import Contender
-from .._kit._holding import LossMonitor
+from .._kit import Contender, LossMonitor
 
 __all__ = ["GRANT_BITS", "MAX_LOCAL_GRANTS", "LocalQueue", "LockOwner", "fencing_token"]
 

@@ -48,10 +48,16 @@ from ..._session import (
     run_cleanup,
 )
 from ..._types import ACL, Codec, Stat
-from .._kit._args import generated_participant_id, recipe_path
-from .._kit._children import read_children
-from .._kit._contenders import sort_contenders
-from .._kit._holding import Hold, HoldContext, end_record, start_record
+from .._kit import (
+    Hold,
+    HoldContext,
+    end_record,
+    generated_participant_id,
+    read_children,
+    recipe_path,
+    sort_contenders,
+    start_record,
+)
 
 __all__ = ["Lease"]
 

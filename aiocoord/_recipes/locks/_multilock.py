@@ -20,7 +20,8 @@ from ..._exceptions import (
     NotOwnerError,
 )
 from ..._session import Fence, Transaction
-from .._kit._holding import (
+from .._kit import (
+    Deadline,
     Hold,
     HoldContext,
     LockHolding,
@@ -30,7 +31,6 @@ from .._kit._holding import (
     task_owned_acquire,
     wait_lost_within,
 )
-from .._kit._waits import Deadline
 
 __all__ = ["Lockable", "MultiLock"]
 

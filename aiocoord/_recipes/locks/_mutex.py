@@ -33,32 +33,31 @@ from ..._session import (
     run_cleanup,
 )
 from ..._types import ACL
-from .._kit._args import default_node_data, recipe_path
-from .._kit._children import read_children
-from .._kit._contenders import (
+from .._kit import (
     LOCK_NAME,
     READ_LOCK_NAME,
     WRITE_LOCK_NAME,
     Contender,
     Decision,
-    Rule,
-    mutex_rule,
-    read_rule,
-    sequence_key,
-    sort_contenders,
-)
-from .._kit._holding import (
     Hold,
     HoldContext,
     LockHolding,
     LossMonitor,
+    Participant,
+    Rule,
     acquiring_task,
     current_task,
+    default_node_data,
+    mutex_rule,
     not_owner,
+    read_children,
+    read_rule,
+    recipe_path,
+    sequence_key,
+    sort_contenders,
     task_owned_acquire,
     wait_lost_within,
 )
-from .._kit._participants import Participant
 from ._handoff import MAX_LOCAL_GRANTS, LocalQueue, LockOwner, fencing_token
 
 __all__ = [

@@ -38,19 +38,20 @@ from ..._session import (
     run_cleanup,
 )
 from ..._types import ACL
-from .._kit._args import default_node_data, recipe_path
-from .._kit._children import read_children
-from .._kit._contenders import sort_contenders
-from .._kit._holding import (
+from .._kit import (
+    Deadline,
     Hold,
     HoldContext,
     LockHolding,
     LossMonitor,
+    Participant,
     current_task,
+    default_node_data,
+    read_children,
+    recipe_path,
+    sort_contenders,
     wait_lost_within,
 )
-from .._kit._participants import Participant
-from .._kit._waits import Deadline
 from ._mutex import QuietMutex
 
 __all__ = ["Semaphore", "SemaphoreLease", "SemaphoreMutex"]

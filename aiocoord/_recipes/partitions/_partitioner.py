@@ -70,14 +70,23 @@ from ..._session import (
     run_cleanup,
 )
 from ..._types import ACL, Stat
-from .._kit._args import generated_participant_id, recipe_path
-from .._kit._children import read_children, read_children_and
-from .._kit._holding import Hold, LossMonitor
-from .._kit._kept import Foreign, KeptNode, KeptState
-from .._kit._lifecycle import Lifecycle, Phase, Resource
-from .._kit._participants import Participant
-from .._kit._pulse import Pulse
-from .._kit._waits import Reconnects
+from .._kit import (
+    Foreign,
+    Hold,
+    KeptNode,
+    KeptState,
+    Lifecycle,
+    LossMonitor,
+    Participant,
+    Phase,
+    Pulse,
+    Reconnects,
+    Resource,
+    generated_participant_id,
+    read_children,
+    read_children_and,
+    recipe_path,
+)
 from ._rules import assign, parse_items
 
 __all__ = ["Assignment", "PartitionItems", "Partitioner"]

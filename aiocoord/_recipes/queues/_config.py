@@ -25,7 +25,7 @@ from ..._exceptions import (
 )
 from ..._session import Client, call_with_retry
 from ..._types import ACL, Codec
-from .._kit._args import recipe_path
+from .._kit import recipe_path
 from ._cursor import Diverted, unsent
 from ._rules import LOCK_PATH_SUFFIX, ItemCodec, Layout, decode_item, unwrap_item, wrap_item
 

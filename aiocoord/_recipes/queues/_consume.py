@@ -37,8 +37,7 @@ from ..._session import (
     retry_on_connection_loss,
     run_cleanup,
 )
-from .._kit._holding import LossMonitor
-from .._kit._waits import Deadline
+from .._kit import Deadline, LossMonitor
 from ._config import QueueConfig
 from ._cursor import Cursor, Diverted, Got, consume, first_of, lost_connection, now_ms
 from ._markers import Markers

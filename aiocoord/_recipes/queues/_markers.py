@@ -25,7 +25,7 @@ from ..._exceptions import (
 )
 from ..._session import call_with_retry, delete_quietly, retry_on_connection_loss, run_cleanup
 from ..._types import Stat
-from .._kit._args import default_node_data
+from .._kit import default_node_data
 from ._config import QueueConfig
 from ._cursor import Cursor, Diverted, Got, MarkerGone, lost_connection
 

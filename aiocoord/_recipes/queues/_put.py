@@ -21,7 +21,7 @@ from ..._exceptions import (
     SessionExpiredError,
 )
 from ..._session import Watch, call_with_retry, retry_on_connection_loss
-from .._kit._waits import Deadline
+from .._kit import Deadline
 from ._config import QueueConfig
 from ._cursor import unsent
 

@@ -10,7 +10,7 @@ from typing_extensions import TypeVar
 
 from ..._exceptions import HoldLostError, NotOwnerError, TakeLostError
 from ..._session import Fence, Transaction, run_cleanup
-from .._kit._holding import Hold, HoldContext, wait_lost_within
+from .._kit import Hold, HoldContext, wait_lost_within
 from ._consume import Consumer
 from ._cursor import Got
 
