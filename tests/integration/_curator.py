@@ -10,6 +10,11 @@ per test session, by the ``curator_classpath`` fixture (see conftest).
 
 Each program prints ``READY`` once connected, then whatever its test reads,
 and ``DONE ...`` at the end; exit code 2 means it saw a violation.
+
+On a SASL-required server the JVM logs in as Curator users do, through JAAS: a
+``Client`` section (the ZooKeeper client's default context name) with
+``DigestLoginModule``'s username and password; ``sasl_client_flags`` writes it and
+gives the flags to pass to ``start_curator(..., jvm_args=...)``.
 """
 
 from __future__ import annotations
@@ -18,12 +23,14 @@ import asyncio
 import os
 import shutil
 import subprocess
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from aiocoord import SaslDigest
+from aiocoord.testing._security import JaasEntry, write_jaas
 from aiocoord.testing._server import find_versioned_jars
 
 SOURCES = Path(__file__).resolve().parents[1] / "interop"
@@ -80,12 +87,39 @@ def compile_harnesses(out: Path) -> str:
     return f"{out}:{libs}"
 
 
-async def start_curator(classpath: str, program: str, *args: str) -> asyncio.subprocess.Process:
-    """Start ``java <program> args...`` and wait for its READY line."""
+def sasl_client_flags(directory: Path, sasl: SaslDigest) -> list[str]:
+    """JVM flags that make the ZooKeeper client under Curator authenticate with
+    DIGEST-MD5 as ``sasl``'s user: a JAAS file (written in ``directory``) whose
+    ``Client`` section holds the credentials. ``zookeeper.sasl.client`` is on by
+    default and ``Client`` is the default ``zookeeper.sasl.clientconfig``; both are
+    named anyway so that a changed default cannot turn SASL off unseen."""
+    jaas = write_jaas(
+        directory / "curator-client-jaas.conf",
+        {
+            "Client": [
+                JaasEntry(
+                    "org.apache.zookeeper.server.auth.DigestLoginModule",
+                    {"username": sasl.username, "password": sasl.password},
+                )
+            ]
+        },
+    )
+    return [
+        f"-Djava.security.auth.login.config={jaas}",
+        "-Dzookeeper.sasl.client=true",
+        "-Dzookeeper.sasl.clientconfig=Client",
+    ]
+
+
+async def start_curator(
+    classpath: str, program: str, *args: str, jvm_args: Sequence[str] = ()
+) -> asyncio.subprocess.Process:
+    """Start ``java [jvm_args] <program> args...`` and wait for its READY line."""
     java = shutil.which("java")
     assert java is not None
     proc = await asyncio.create_subprocess_exec(
         java,
+        *jvm_args,
         "-cp",
         classpath,
         program,
