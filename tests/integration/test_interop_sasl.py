@@ -113,7 +113,18 @@ async def test_curator_and_aiocoord_count_together_on_a_sasl_required_ensemble(
         java_ok = int(outputs[0].split("DONE ")[1].split()[0])
         assert (java_ok, python_ok) == (iterations, iterations)  # no retry budget ran out
         assert (await counter.get()).post_value == 2 * iterations
-        # The ACL held throughout: another SASL user still cannot add.
+        # The ACL held throughout: another SASL user, on either side, cannot add.
         with pytest.raises(aiocoord.NoAuthError):
             await aiocoord.AtomicLong(bob, "/count").increment()
+        as_bob = await start_curator(
+            curator_classpath,
+            "CuratorHarness",
+            "counter",
+            ensemble.connect_string,
+            "/count",
+            "1",
+            jvm_args=sasl_client_flags(tmp_path, ensemble.sasl_digest("bob")),
+        )
+        with pytest.raises(AssertionError, match="NoAuthException"):
+            await finish(as_bob)
         assert (await counter.get()).post_value == 2 * iterations
