@@ -12,6 +12,10 @@ import aiocoord
 from ._exit import ExitCode, exit_codes_text
 from ._session import (
     DEFAULT_ZK,
+    ENV_KERBEROS,
+    ENV_KERBEROS_HOSTNAME,
+    ENV_KERBEROS_PRINCIPAL,
+    ENV_KERBEROS_SERVICE,
     ENV_SASL_PASSWORD,
     ENV_SASL_PASSWORD_FILE,
     ENV_SASL_USER,
@@ -104,6 +108,28 @@ def _common() -> Parser:
     sasl.add_argument("--sasl-user", metavar="NAME", help="authenticate as this SASL user")
     sasl.add_argument(
         "--sasl-password-file", metavar="FILE", help="read the SASL user's password from FILE"
+    )
+    krb = common.add_argument_group(
+        "Kerberos (SASL GSSAPI; needs aiocoord[kerberos])",
+        "The ticket comes from the ticket cache (kinit; $KRB5CCNAME) or a client keytab "
+        "($KRB5_CLIENT_KTNAME). Each option also comes from the environment: "
+        f"${ENV_KERBEROS}=1, ${ENV_KERBEROS_PRINCIPAL}, ${ENV_KERBEROS_SERVICE}, "
+        f"${ENV_KERBEROS_HOSTNAME}. Not with --sasl-user.",
+    )
+    krb.add_argument("--kerberos", action="store_true", help="authenticate with Kerberos")
+    krb.add_argument(
+        "--principal", metavar="NAME", help="the client principal to use (default: the cache's)"
+    )
+    krb.add_argument(
+        "--kerberos-service",
+        metavar="NAME",
+        help="the service of the server principal SERVICE/HOST (default zookeeper)",
+    )
+    krb.add_argument(
+        "--kerberos-hostname",
+        metavar="HOST",
+        help="the server principal's HOST, for every server (default: the canonical "
+        "name of the server reached)",
     )
     tls = common.add_argument_group("TLS (to a secureClientPort)")
     tls.add_argument("--tls", action="store_true", help="connect with TLS (system CAs or --tls-ca)")

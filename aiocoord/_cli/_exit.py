@@ -39,7 +39,8 @@ EXIT_CODE_HELP: dict[ExitCode, str] = {
     "(a counter bound, a missing node, a path used by another kind of lock)",
     ExitCode.USAGE: "bad command line or input (option, path, number, file)",
     ExitCode.UNAVAILABLE: "ZooKeeper could not be reached (within --connect-timeout "
-    "at start, or for a whole request timeout later); the server could not start",
+    "at start, or for a whole request timeout later); the server could not start; "
+    "an optional package is missing (e.g. aiocoord[kerberos] for --kerberos)",
     ExitCode.INTERNAL: "an unexpected error (a bug: run with -vv and report it)",
     ExitCode.LOST: "the lock, lease or leadership was lost while the command ran "
     "(the command was stopped), or the session expired",
@@ -81,8 +82,11 @@ def error_to_exit(error: BaseException) -> CliError:
     if isinstance(error, aiocoord.SaslRequiredError):
         code = ExitCode.NO_PERMISSION
         text = (
-            "the ensemble requires SASL authentication: give --sasl-user and --sasl-password-file"
+            "the ensemble requires SASL authentication: give --sasl-user and "
+            "--sasl-password-file, or --kerberos"
         )
+    elif isinstance(error, aiocoord.MissingExtraError):
+        code = ExitCode.UNAVAILABLE
     elif isinstance(error, aiocoord.AuthFailedError | aiocoord.NoAuthError):
         code = ExitCode.NO_PERMISSION
     elif isinstance(error, aiocoord.OwnershipError | aiocoord.BarrierBrokenError):

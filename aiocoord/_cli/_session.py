@@ -19,6 +19,10 @@ from ._output import log, quiet_unless_verbose, session_hex
 
 __all__ = [
     "DEFAULT_ZK",
+    "ENV_KERBEROS",
+    "ENV_KERBEROS_HOSTNAME",
+    "ENV_KERBEROS_PRINCIPAL",
+    "ENV_KERBEROS_SERVICE",
     "ENV_SASL_PASSWORD",
     "ENV_SASL_PASSWORD_FILE",
     "ENV_SASL_USER",
@@ -36,6 +40,10 @@ ENV_TLS_CA = "AIOCOORD_TLS_CA"
 ENV_SASL_USER = "AIOCOORD_SASL_USER"
 ENV_SASL_PASSWORD_FILE = "AIOCOORD_SASL_PASSWORD_FILE"
 ENV_SASL_PASSWORD = "AIOCOORD_SASL_PASSWORD"
+ENV_KERBEROS = "AIOCOORD_KERBEROS"
+ENV_KERBEROS_PRINCIPAL = "AIOCOORD_KERBEROS_PRINCIPAL"
+ENV_KERBEROS_SERVICE = "AIOCOORD_KERBEROS_SERVICE"
+ENV_KERBEROS_HOSTNAME = "AIOCOORD_KERBEROS_HOSTNAME"
 DEFAULT_ZK = "127.0.0.1:2181"
 
 
@@ -70,9 +78,62 @@ def _tls_context(args: argparse.Namespace) -> ssl.SSLContext | None:
     return context
 
 
-def _sasl(args: argparse.Namespace) -> aiocoord.SaslDigest | None:
-    """DIGEST-MD5 credentials from ``--sasl-user``/``--sasl-password-file`` or the
-    environment; None when no user is named."""
+def _env_switch(name: str) -> bool:
+    text = os.environ.get(name, "").strip().lower()
+    if text in ("", "0", "false", "no", "off"):
+        return False
+    if text in ("1", "true", "yes", "on"):
+        return True
+    raise CliError(ExitCode.USAGE, f"${name} takes 1 or 0, not {text!r}")
+
+
+def _wants_kerberos(args: argparse.Namespace) -> bool:
+    """Kerberos or not: ``--kerberos``/``--sasl-user`` choose, else the environment.
+    Both mechanisms from the same source is a usage error."""
+    if args.kerberos and args.sasl_user:
+        raise CliError(ExitCode.USAGE, "--kerberos and --sasl-user exclude each other")
+    if args.kerberos or args.sasl_user:
+        return bool(args.kerberos)
+    kerberos = _env_switch(ENV_KERBEROS)
+    if kerberos and os.environ.get(ENV_SASL_USER):
+        raise CliError(ExitCode.USAGE, f"${ENV_KERBEROS} and ${ENV_SASL_USER} exclude each other")
+    return kerberos
+
+
+def _kerberos(args: argparse.Namespace) -> aiocoord.SaslKerberos:
+    def option(flag: str | None, env: str) -> str | None:
+        return flag if flag is not None else os.environ.get(env) or None
+
+    if args.sasl_password_file:
+        raise CliError(ExitCode.USAGE, "--sasl-password-file goes with --sasl-user, not Kerberos")
+    service = option(args.kerberos_service, ENV_KERBEROS_SERVICE)
+    try:
+        with bad_input():
+            return aiocoord.SaslKerberos(
+                principal=option(args.principal, ENV_KERBEROS_PRINCIPAL),
+                service="zookeeper" if service is None else service,
+                hostname=option(args.kerberos_hostname, ENV_KERBEROS_HOSTNAME),
+            )
+    except aiocoord.MissingExtraError as error:
+        raise CliError(
+            ExitCode.UNAVAILABLE,
+            f"Kerberos needs the {error.package} package: pip install 'aiocoord[{error.extra}]'",
+        ) from error
+
+
+def _sasl(args: argparse.Namespace) -> aiocoord.SaslMechanism | None:
+    """The SASL mechanism: Kerberos (``--kerberos``), else DIGEST-MD5 credentials
+    from ``--sasl-user``/``--sasl-password-file``, each also from the environment;
+    None when neither is asked for."""
+    if _wants_kerberos(args):
+        return _kerberos(args)
+    for flag, value in (
+        ("--principal", args.principal),
+        ("--kerberos-service", args.kerberos_service),
+        ("--kerberos-hostname", args.kerberos_hostname),
+    ):
+        if value is not None:
+            raise CliError(ExitCode.USAGE, f"{flag} needs --kerberos")
     user = args.sasl_user or os.environ.get(ENV_SASL_USER)
     password_file = args.sasl_password_file or os.environ.get(ENV_SASL_PASSWORD_FILE)
     if not user:
@@ -129,7 +190,9 @@ async def connected(client: aiocoord.Client, args: argparse.Namespace) -> AsyncI
         with quiet_unless_verbose():
             await client.start(timeout=args.connect_timeout)
     except aiocoord.AuthFailedError as error:
-        if error.mechanism is not None:
+        if error.mechanism == "GSSAPI":
+            message = f"Kerberos authentication with ZooKeeper at {hosts} failed ({error.reason})"
+        elif error.mechanism is not None:
             message = f"ZooKeeper at {hosts} refused the SASL user's credentials ({error.reason})"
         else:
             message = f"ZooKeeper at {hosts} refused --auth"

@@ -1,4 +1,5 @@
-"""The command line against a SASL-required server that ``aiocoord server`` starts itself."""
+"""The command line against SASL-required servers: DIGEST-MD5 on one that ``aiocoord
+server`` starts itself, Kerberos on the test kit's, with a real KDC."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+
+from aiocoord.testing import KerberosKDC, ZooKeeperServer
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -132,3 +135,26 @@ async def test_bad_sasl_options_are_usage_errors_before_connecting(
 async def test_server_refuses_a_malformed_sasl_user() -> None:
     code, _out, err = await run("server", "--port", "0", "--sasl-user", "alice")
     assert code == 2 and "NAME:PASSWORD" in err
+
+
+async def test_kerberos_commands_authenticate_from_the_ticket_cache() -> None:
+    async with KerberosKDC() as kdc:
+        await kdc.add_principal("alice", password="alice-secret")
+        cache = await kdc.kinit("alice", password="alice-secret")
+        with_ticket = kdc.environment(ccache=cache)
+        async with ZooKeeperServer(kerberos=kdc, require_sasl=True) as server:
+            zk = ["--zk", server.connect_string]
+            flags = ["--kerberos", "--principal", kdc.principal("alice")]
+            assert await run("counter", "add", "/k", "2", *zk, *flags, env=with_ticket) == (
+                0,
+                "2\n",
+                "",
+            )
+            from_env = {**with_ticket, "AIOCOORD_KERBEROS": "1"}
+            code, out, _err = await run("counter", "get", "/k", *zk, env=from_env)
+            assert (code, out) == (0, "2\n")
+            # No ticket in the cache: refused at once, the cause named (exit 77).
+            no_ticket = {**kdc.environment(), "AIOCOORD_KERBEROS": "1"}
+            code, out, err = await run("counter", "get", "/k", *zk, env=no_ticket)
+            assert (code, out) == (77, "")
+            assert "Kerberos authentication" in err and "no ticket" in err, err

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from aiocoord._cli import HANDLERS, main
 from aiocoord._cli._args import parse
 from aiocoord._cli._exit import EXIT_CODE_HELP, ExitCode, error_to_exit
 from aiocoord._cli._output import data_fields, data_text
+from aiocoord._cli._session import _sasl
 
 CLI_DIR = Path(__file__).resolve().parents[2] / "aiocoord" / "_cli"
 
@@ -98,6 +101,10 @@ def test_exit_codes_are_distinct_and_each_is_documented() -> None:
         (aiocoord.InvalidPathError("a", "no slash"), ExitCode.USAGE),
         (aiocoord.NoNodeError("/a"), ExitCode.FAILED),
         (aiocoord.CorruptValueError("/a", b"xyz", "a long"), ExitCode.FAILED),
+        (
+            aiocoord.MissingExtraError("no", extra="kerberos", package="gssapi"),
+            ExitCode.UNAVAILABLE,
+        ),
         (RuntimeError("boom"), ExitCode.INTERNAL),
     ],
 )
@@ -130,3 +137,85 @@ def test_the_cli_uses_only_the_public_api() -> None:
                 if name.startswith("aiocoord") and name not in ("aiocoord", "aiocoord.testing"):
                     offenders.append(f"{path.name}: {name}")
     assert offenders == []
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No AIOCOORD_ variable from the caller's environment; set them on the result."""
+    for name in [n for n in os.environ if n.startswith("AIOCOORD_")]:
+        monkeypatch.delenv(name)
+    return monkeypatch
+
+
+def _sasl_of(argv: list[str], monkeypatch: pytest.MonkeyPatch, **env: str) -> object:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    try:
+        return _sasl(parse(HANDLERS, ["counter", "get", "/c", *argv]))
+    finally:
+        for name in env:
+            monkeypatch.delenv(name)
+
+
+def test_kerberos_options_and_their_environment_make_a_sasl_kerberos(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch = clean_env
+    assert _sasl_of(["--kerberos"], monkeypatch) == aiocoord.SaslKerberos()
+    flags = ["--kerberos", "--principal", "alice@R", "--kerberos-service", "zk"]
+    flags += ["--kerberos-hostname", "zk.example"]
+    expected = aiocoord.SaslKerberos(principal="alice@R", service="zk", hostname="zk.example")
+    assert _sasl_of(flags, monkeypatch) == expected
+    env = {
+        "AIOCOORD_KERBEROS": "1",
+        "AIOCOORD_KERBEROS_PRINCIPAL": "alice@R",
+        "AIOCOORD_KERBEROS_SERVICE": "zk",
+        "AIOCOORD_KERBEROS_HOSTNAME": "zk.example",
+    }
+    assert _sasl_of([], monkeypatch, **env) == expected
+    # A flag beats its variable; a flag choosing a mechanism beats the other's variable.
+    assert _sasl_of(["--principal", "bob@R"], monkeypatch, **env) == aiocoord.SaslKerberos(
+        principal="bob@R", service="zk", hostname="zk.example"
+    )
+    assert _sasl_of(["--kerberos"], monkeypatch, AIOCOORD_SASL_USER="alice") == (
+        aiocoord.SaslKerberos()
+    )
+    assert _sasl_of([], monkeypatch, AIOCOORD_KERBEROS="0") is None
+    # Without Kerberos asked for, its variables alone do nothing (as a password alone).
+    assert _sasl_of([], monkeypatch, AIOCOORD_KERBEROS_PRINCIPAL="alice@R") is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "says"),
+    [
+        (["--kerberos", "--sasl-user", "alice"], {}, "--kerberos and --sasl-user"),
+        ([], {"AIOCOORD_KERBEROS": "1", "AIOCOORD_SASL_USER": "alice"}, "exclude each other"),
+        ([], {"AIOCOORD_KERBEROS": "maybe"}, "takes 1 or 0"),
+        (["--principal", "alice"], {}, "--principal needs --kerberos"),
+        (["--kerberos-hostname", "h"], {}, "--kerberos-hostname needs --kerberos"),
+        (["--kerberos", "--sasl-password-file", "/pw"], {}, "goes with --sasl-user"),
+        (["--kerberos", "--principal", " "], {}, "principal"),
+        (["--kerberos", "--kerberos-service", "zk/x"], {}, "service"),
+    ],
+)
+def test_bad_kerberos_options_are_usage_errors_before_connecting(
+    argv: list[str], env: dict[str, str], says: str, clean_env: pytest.MonkeyPatch, capsys
+) -> None:
+    for name, value in env.items():
+        clean_env.setenv(name, value)
+    assert main(["counter", "get", "/c", "--zk", "127.0.0.1:1", *argv]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_kerberos_without_the_extra_names_it_and_exits_unavailable(
+    clean_env: pytest.MonkeyPatch, capsys
+) -> None:
+    monkeypatch = clean_env
+    for name in [n for n in sys.modules if n == "gssapi" or n.startswith("gssapi.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "gssapi", None)  # import gssapi raises ImportError
+    argv = ["counter", "get", "/c", "--zk", "127.0.0.1:1", "--kerberos"]
+    assert main(argv) == ExitCode.UNAVAILABLE
+    err = capsys.readouterr().err
+    assert "pip install 'aiocoord[kerberos]'" in err and len(err.strip().splitlines()) == 1
