@@ -134,11 +134,16 @@ async def authenticate(conn: Connection, mechanism: SaslMechanism, host: str) ->
         try:
             reply: bytes = await conn.submit(_zk.sasl_op(token))
         except (AuthFailedError, SaslRequiredError) as refusal:
+            # A DIGEST-MD5 refusal does not say which part of the credentials is wrong.
+            unsaid = (
+                "; ZooKeeper does not say whether the user is unknown or the password wrong"
+                if name == "DIGEST-MD5"
+                else ""
+            )
             raise AuthFailedError(
                 mechanism=name,
                 reason=f"{conn.peer[0]}:{conn.peer[1]} refused the credentials "
-                f"(error {refusal.code}; ZooKeeper does not say whether the user is "
-                "unknown or the password wrong)",
+                f"(error {refusal.code}{unsaid})",
             ) from None
         if exchange.complete:
             break
