@@ -38,6 +38,7 @@ __all__ = [
     "Holding",
     "LockHolding",
     "LossMonitor",
+    "NotifyingHold",
     "acquiring_task",
     "current_task",
     "end_record",
@@ -291,6 +292,23 @@ def not_owner(path: str) -> NotOwnerError:
         "runs its argument in a task of its own: use acquire(timeout=...) or "
         "asyncio.timeout() instead)"
     )
+
+
+class NotifyingHold(Hold):
+    """A hold that calls ``on_lost()`` the moment it is first lost (a leader's term,
+    a partitioner's connection). ``warn=False`` for a recipe that warns of the loss
+    in its own words."""
+
+    def __init__(self, on_lost: Callable[[], None], *, warn: bool = True) -> None:
+        super().__init__()
+        self.__on_lost = on_lost
+        self.__warn = warn
+
+    def mark_lost(self, reason: str, *, warn: bool = True) -> None:
+        if self.lost:
+            return
+        super().mark_lost(reason, warn=warn and self.__warn)
+        self.__on_lost()
 
 
 class Holding(Protocol[T_co]):

@@ -41,6 +41,7 @@ from .._kit import (
     Hold,
     HoldContext,
     Lifecycle,
+    NotifyingHold,
     Participant,
     Phase,
     Resource,
@@ -58,18 +59,8 @@ log = logging.getLogger("aiocoord")
 # --- what both share -----------------------------------------------------------------------
 
 
-class Term(Hold):
+class Term(NotifyingHold):
     """One stretch of leadership: a hold that tells its recipe the moment it is lost."""
-
-    def __init__(self, on_lost: Callable[[], None]) -> None:
-        super().__init__()
-        self._on_lost = on_lost
-
-    def mark_lost(self, reason: str, *, warn: bool = True) -> None:
-        if self.lost:
-            return
-        super().mark_lost(reason, warn=warn)
-        self._on_lost()
 
 
 class Leading:

@@ -72,11 +72,11 @@ from ..._session import (
 from ..._types import ACL, Stat
 from .._kit import (
     Foreign,
-    Hold,
     KeptNode,
     KeptState,
     Lifecycle,
     LossMonitor,
+    NotifyingHold,
     Participant,
     Phase,
     Pulse,
@@ -148,20 +148,13 @@ class _Grant:
     session: int
 
 
-class _Connection(Hold):
+class _Connection(NotifyingHold):
     """Our connection in one session, as the error policy judges it: lost (and
     reported to the partitioner at once) when it enters an error state."""
 
     def __init__(self, on_lost: Callable[[], None]) -> None:
-        super().__init__()
-        self._on_lost = on_lost
-
-    def mark_lost(self, reason: str, *, warn: bool = True) -> None:
-        if self.lost:
-            return
         # No warning of its own: the partitioner warns of the items a loss takes.
-        super().mark_lost(reason, warn=False)
-        self._on_lost()
+        super().__init__(on_lost, warn=False)
 
 
 @dataclass(frozen=True, slots=True)
